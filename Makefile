@@ -1,0 +1,60 @@
+# kvm-binary-stats: the commands of the README. Everything downloaded or
+# built goes to work/ (ignored by git). Each target installs the Debian
+# packages it needs on first use.
+S := scripts
+ARCHES_BOOTED := x86_64 arm64
+ARCHES_COMPILED := mips powerpc-book3s powerpc-booke s390
+
+.PHONY: help deps base tree export check run \
+	$(addprefix kernel-,$(ARCHES_BOOTED) $(ARCHES_COMPILED)) \
+	$(addprefix tests-,$(ARCHES_BOOTED)) initramfs-arm64 compile-others \
+	boot-x86_64 boot-arm64-vhe boot-arm64-nvhe harness-tests
+
+help:
+	@echo "make run     build and boot the x86_64 kernel with the series, show a VM's KVM stats"
+	@echo "make check   every test: harness, round trip, builds, guests, compile-only arches"
+	@echo "make tree    kernel git tree in work/linux: pinned base + series/"
+	@echo "make export  write the tree's commits back to series/"
+
+deps:
+	@$(S)/install-deps
+
+base: deps
+	@$(S)/fetch-base >/dev/null
+
+tree: base
+	@$(S)/make-base-tree
+	@$(S)/apply-series
+
+export:
+	@$(S)/export-series
+
+$(addprefix kernel-,$(ARCHES_BOOTED) $(ARCHES_COMPILED)): kernel-%: tree
+	@$(S)/build-kernel $*
+
+$(addprefix tests-,$(ARCHES_BOOTED)): tests-%: kernel-%
+	@$(S)/build-tests $*
+
+initramfs-arm64: tests-arm64
+	@$(S)/make-initramfs arm64
+
+compile-others: $(addprefix kernel-,$(ARCHES_COMPILED))
+
+boot-x86_64: tests-x86_64
+	@$(S)/boot x86_64 tests.list
+	@$(S)/tap-summary work/results/x86_64.log
+
+boot-arm64-vhe boot-arm64-nvhe: boot-arm64-%: initramfs-arm64
+	@$(S)/boot arm64-$* tests.list
+	@$(S)/tap-summary work/results/arm64-$*.log
+
+harness-tests:
+	@set -e; for t in tests/harness/test-*; do echo "== $$t"; $$t; done
+
+run: tests-x86_64
+	@$(S)/boot x86_64 demo.list work/results/run.log
+	@tr -d '\r' <work/results/run.log | sed -n 's/^# //p'
+	@$(S)/tap-summary work/results/run.log
+
+check: deps
+	@$(S)/check

@@ -1,0 +1,34 @@
+# Shared by every script in scripts/: paths, messages and timing.
+# shellcheck shell=bash
+
+TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+WORK=${KBS_WORK:-$TOP/work}
+KTREE=${KBS_KTREE:-$WORK/linux}
+. "$TOP/scripts/project.conf"
+
+stage_start=$(date +%s)
+
+log() {
+	printf '[%s +%ss] %s\n' "${0##*/}" "$(($(date +%s) - stage_start))" "$*" >&2
+}
+
+die() {
+	printf '%s: error: %s\n' "${0##*/}" "$*" >&2
+	exit 1
+}
+
+# load_arch NAME: read arches/NAME.conf (build facts of one architecture).
+load_arch() {
+	local f="$TOP/arches/$1.conf"
+	[ -f "$f" ] || die "unknown arch '$1' (no $f)"
+	. "$f"
+	BUILD_DIR=$WORK/build/$1
+}
+
+# load_machine NAME: read machines/NAME.conf (how to boot one QEMU guest).
+load_machine() {
+	local f="$TOP/machines/$1.conf"
+	[ -f "$f" ] || die "unknown machine '$1' (no $f)"
+	. "$f"
+	load_arch "$ARCH_NAME"
+}
