@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The demo behind `make run`: a small x86_64 guest writes 1000 bytes to port
+ * The demo behind `make run`: a small x86_64 guest writes 50 bytes to port
  * 0x3f8 and halts. While that VM is still alive, print its KVM statistics as
  * a table. The stats come from the VM's debugfs directory
  * (/sys/kernel/debug/kvm/<pid>-<vm fd>/), the only source the base kernel has.
