@@ -53,7 +53,7 @@ harness-tests:
 
 run: tests-x86_64
 	@$(S)/boot x86_64 demo.list work/results/run.log
-	@tr -d '\r' <work/results/run.log | sed -n 's/^# //p'
+	@tr -d '\r' <work/results/run.log | sed -n 's/^# //p' | grep -v '^dmesg: '
 	@$(S)/tap-summary work/results/run.log
 
 check: deps
