@@ -5,7 +5,7 @@ S := scripts
 ARCHES_BOOTED := x86_64 arm64
 ARCHES_COMPILED := mips powerpc-book3s powerpc-booke s390
 
-.PHONY: help deps base tree export check run \
+.PHONY: help deps base tree export checkpatch check run \
 	$(addprefix kernel-,$(ARCHES_BOOTED) $(ARCHES_COMPILED)) \
 	$(addprefix tests-,$(ARCHES_BOOTED)) initramfs-arm64 compile-others \
 	boot-x86_64 boot-arm64-vhe boot-arm64-nvhe harness-tests
@@ -28,6 +28,9 @@ tree: base
 
 export:
 	@$(S)/export-series
+
+checkpatch: tree
+	@$(S)/checkpatch-series
 
 $(addprefix kernel-,$(ARCHES_BOOTED) $(ARCHES_COMPILED)): kernel-%: tree
 	@$(S)/build-kernel $*
