@@ -5,7 +5,7 @@ S := scripts
 ARCHES_BOOTED := x86_64 arm64
 ARCHES_COMPILED := mips powerpc-book3s powerpc-booke s390
 
-.PHONY: help deps base tree export checkpatch check run \
+.PHONY: help deps base tree export checkpatch each-patch check run \
 	$(addprefix kernel-,$(ARCHES_BOOTED) $(ARCHES_COMPILED)) \
 	$(addprefix tests-,$(ARCHES_BOOTED)) initramfs-arm64 compile-others \
 	boot-x86_64 boot-arm64-vhe boot-arm64-nvhe harness-tests
@@ -31,6 +31,9 @@ export:
 
 checkpatch: tree
 	@$(S)/checkpatch-series
+
+each-patch: deps tree
+	@$(S)/check-each-patch
 
 $(addprefix kernel-,$(ARCHES_BOOTED) $(ARCHES_COMPILED)): kernel-%: tree
 	@$(S)/build-kernel $*
