@@ -5,14 +5,15 @@ S := scripts
 ARCHES_BOOTED := x86_64 arm64
 ARCHES_COMPILED := mips powerpc-book3s powerpc-booke s390
 
-.PHONY: help deps base tree export checkpatch each-patch check run \
+.PHONY: help deps base tree export checkpatch each-patch review check run \
 	$(addprefix kernel-,$(ARCHES_BOOTED) $(ARCHES_COMPILED)) \
 	$(addprefix tests-,$(ARCHES_BOOTED)) initramfs-arm64 compile-others \
 	boot-x86_64 boot-arm64-vhe boot-arm64-nvhe harness-tests
 
 help:
 	@echo "make run     build and boot the x86_64 kernel with the series, show a VM's KVM stats"
-	@echo "make check   every test: harness, round trip, builds, guests, compile-only arches"
+	@echo "make check   every test: harness, round trip, builds, guests, compile-only arches, review gates"
+	@echo "make review  the review gates only: bisect, checkpatch, sparse, W=1, kernel-doc, docs, debug boot, mail"
 	@echo "make tree    kernel git tree in work/linux: pinned base + series/"
 	@echo "make export  write the tree's commits back to series/"
 
@@ -61,6 +62,9 @@ run: tests-x86_64
 	@$(S)/boot x86_64 demo.list work/results/run.log
 	@tr -d '\r' <work/results/run.log | sed -n 's/^# //p' | grep -v '^dmesg: '
 	@$(S)/tap-summary work/results/run.log
+
+review: deps
+	@$(S)/check review
 
 check: deps
 	@$(S)/check

@@ -32,3 +32,15 @@ load_machine() {
 	. "$f"
 	load_arch "$ARCH_NAME"
 }
+
+# base_worktree DIR: make DIR a checkout of the base, as a worktree of the
+# kernel tree (added the first time, reset to the base every time).
+base_worktree() {
+	git -C "$KTREE" worktree prune
+	if [ ! -e "$1/.git" ]; then
+		git -C "$KTREE" worktree add -q --detach "$1" "$BASE_TAG" >/dev/null 2>&1 ||
+			die "cannot add the worktree $1"
+	fi
+	git -C "$1" am --abort >/dev/null 2>&1 || true
+	git -C "$1" checkout -q -f --detach "$BASE_TAG" || die "cannot check out $BASE_TAG in $1"
+}
