@@ -9,7 +9,10 @@
  * VM and the vCPU; on a kernel without it (the bare 5.10 base), from the
  * VM's debugfs directory (/sys/kernel/debug/kvm/<pid>-<vm fd>/). It is built
  * against the build machine's own <linux/kvm.h>, a recent upstream one, so
- * it also shows that upstream's userspace ABI reads our stats.
+ * it also shows that upstream's userspace ABI reads our stats: every stat
+ * must decode, with those headers, to a known type, unit and base, and to a
+ * size that fits its type (one value, or the buckets of a histogram, with a
+ * bucket width for linear histograms only); booleans must be 0 or 1.
  */
 #include <dirent.h>
 #include "kvm_vm.h"
@@ -83,11 +86,11 @@ static void xpread(int fd, void *buf, size_t size, off_t offset)
 /* Print every stat of one binary stats file; return io_exits if it has it. */
 static uint64_t print_binary_stats(int fd)
 {
-	uint64_t io_exits = UINT64_MAX;
+	uint64_t io_exits = UINT64_MAX, v[64];
+	unsigned int i, b, per_type[8] = { 0 }, booleans = 0;
 	struct kvm_stats_header h;
 	size_t desc_size;
 	char id[256], *descs;
-	unsigned int i;
 
 	xpread(fd, &h, sizeof(h), 0);
 	if (h.name_size == 0 || h.name_size > sizeof(id))
@@ -106,23 +109,49 @@ static uint64_t print_binary_stats(int fd)
 		struct kvm_stats_desc *d = (void *)(descs + i * desc_size);
 		unsigned int type = (d->flags & KVM_STATS_TYPE_MASK) >> KVM_STATS_TYPE_SHIFT;
 		unsigned int unit = (d->flags & KVM_STATS_UNIT_MASK) >> KVM_STATS_UNIT_SHIFT;
-		uint64_t value;
-		char scaled[32];
+		unsigned int base = d->flags & KVM_STATS_BASE_MASK;
+		int hist = (d->flags & KVM_STATS_TYPE_MASK) == KVM_STATS_TYPE_LINEAR_HIST ||
+			   (d->flags & KVM_STATS_TYPE_MASK) == KVM_STATS_TYPE_LOG_HIST;
+		uint64_t sum = 0;
+		char shown[48];
 
 		if (type > KVM_STATS_TYPE_MAX >> KVM_STATS_TYPE_SHIFT ||
-		    unit > KVM_STATS_UNIT_MAX >> KVM_STATS_UNIT_SHIFT)
-			fail("%s: unknown type %u or unit %u", d->name, type, unit);
-		xpread(fd, &value, sizeof(value), h.data_offset + d->offset);
-		if (d->exponent)
-			snprintf(scaled, sizeof(scaled), "%llue%d", (unsigned long long)value,
+		    unit > KVM_STATS_UNIT_MAX >> KVM_STATS_UNIT_SHIFT ||
+		    base > KVM_STATS_BASE_MAX)
+			fail("%s: unknown type %u, unit %u or base %#x", d->name, type, unit, base);
+		if (hist ? d->size < 2 || d->size > 64 : d->size != 1)
+			fail("%s: size %u for a %s stat", d->name, d->size, type_names[type]);
+		if (((d->flags & KVM_STATS_TYPE_MASK) == KVM_STATS_TYPE_LINEAR_HIST) !=
+		    (d->bucket_size != 0))
+			fail("%s: bucket_size %u for a %s stat", d->name, d->bucket_size,
+			     type_names[type]);
+		xpread(fd, v, d->size * sizeof(v[0]), h.data_offset + d->offset);
+		if ((d->flags & KVM_STATS_UNIT_MASK) == KVM_STATS_UNIT_BOOLEAN) {
+			if (v[0] > 1 || d->exponent)
+				fail("%s: boolean %llu, exponent %d", d->name,
+				     (unsigned long long)v[0], d->exponent);
+			booleans++;
+		}
+		per_type[type]++;
+		if (hist) {
+			for (b = 0; b < d->size; b++)
+				sum += v[b];
+			snprintf(shown, sizeof(shown), "%llu in %u buckets",
+				 (unsigned long long)sum, d->size);
+		} else if (d->exponent) {
+			snprintf(shown, sizeof(shown), "%llue%d", (unsigned long long)v[0],
 				 d->exponent);
-		else
-			snprintf(scaled, sizeof(scaled), "%llu", (unsigned long long)value);
-		printf("%-32s %-11s %-8s %20s%s\n", d->name, type_names[type], unit_names[unit],
-		       scaled, d->size > 1 ? " (first bucket)" : "");
+		} else {
+			snprintf(shown, sizeof(shown), "%llu", (unsigned long long)v[0]);
+		}
+		printf("%-32s %-11s %-8s %20s\n", d->name, type_names[type], unit_names[unit],
+		       shown);
 		if (!strcmp(d->name, "io_exits"))
-			io_exits = value;
+			io_exits = v[0];
 	}
+	printf("decoded %u stats: %u cumulative, %u instant, %u peak, %u linear-hist, "
+	       "%u log-hist; %u boolean\n", h.num_desc, per_type[0], per_type[1],
+	       per_type[2], per_type[3], per_type[4], booleans);
 	free(descs);
 	return io_exits;
 }
