@@ -44,3 +44,15 @@ base_worktree() {
 	git -C "$1" am --abort >/dev/null 2>&1 || true
 	git -C "$1" checkout -q -f --detach "$BASE_TAG" || die "cannot check out $BASE_TAG in $1"
 }
+
+# walked_confs arch|machine: the names of the arches/ (or machines/) confs
+# that the per-patch walk builds (or boots): all but those with EACH_PATCH=no.
+walked_confs() {
+	local dir=$TOP/arches name
+	[ "$1" = arch ] || dir=$TOP/machines
+	for name in $(cd "$dir" && ls | sed 's/\.conf$//'); do
+		if ("load_$1" "$name" && [ "${EACH_PATCH:-yes}" = yes ]); then
+			echo "$name"
+		fi
+	done
+}
