@@ -2,13 +2,13 @@
 # built goes to work/ (ignored by git). Each target installs the Debian
 # packages it needs on first use.
 S := scripts
-ARCHES_BOOTED := x86_64 arm64
+ARCHES_BOOTED := x86_64 x86_64-distro arm64
 ARCHES_COMPILED := mips powerpc-book3s powerpc-booke s390
 
 .PHONY: help deps base tree export checkpatch each-patch review check run \
 	$(addprefix kernel-,$(ARCHES_BOOTED) $(ARCHES_COMPILED)) \
 	$(addprefix tests-,$(ARCHES_BOOTED)) initramfs-arm64 compile-others \
-	boot-x86_64 boot-arm64-vhe boot-arm64-nvhe harness-tests
+	boot-x86_64 boot-x86_64-distro boot-arm64-vhe boot-arm64-nvhe harness-tests soak fresh-machine
 
 help:
 	@echo "make run     build and boot the x86_64 kernel with the series, show a VM's KVM stats"
@@ -31,10 +31,10 @@ export:
 	@$(S)/export-series
 
 checkpatch: tree
-	@$(S)/checkpatch-series
+	@$(S)/gates/checkpatch-series
 
 each-patch: deps tree
-	@$(S)/check-each-patch
+	@$(S)/gates/check-each-patch
 
 $(addprefix kernel-,$(ARCHES_BOOTED) $(ARCHES_COMPILED)): kernel-%: tree
 	@$(S)/build-kernel $*
@@ -47,13 +47,21 @@ initramfs-arm64: tests-arm64
 
 compile-others: $(addprefix kernel-,$(ARCHES_COMPILED))
 
-boot-x86_64: tests-x86_64
-	@$(S)/boot x86_64 tests.list
-	@$(S)/tap-summary work/results/x86_64.log
+boot-x86_64 boot-x86_64-distro: boot-%: tests-%
+	@$(S)/boot $* tests.list
+	@$(S)/tap-summary work/results/$*.log
 
 boot-arm64-vhe boot-arm64-nvhe: boot-arm64-%: initramfs-arm64
 	@$(S)/boot arm64-$* tests.list
 	@$(S)/tap-summary work/results/arm64-$*.log
+
+# Not part of make check: 20 boots of the x86_64 guest beside a kernel build,
+# and the stages up to the first boot in a minimal Debian 12 root.
+soak: tests-x86_64
+	@$(S)/soak x86_64 20
+
+fresh-machine:
+	@$(S)/check-fresh-machine
 
 harness-tests:
 	@set -e; for t in tests/harness/test-*; do echo "== $$t"; $$t; done
