@@ -56,3 +56,26 @@ walked_confs() {
 		fi
 	done
 }
+
+# apt_private DIR TYPE SUITE: a private apt configuration in $WORK/DIR with
+# the single source "TYPE <mirror> SUITE main" (TYPE deb or deb-src), on the
+# Debian security mirror that this machine's apt already uses (or
+# $KBS_SECURITY_MIRROR), and its lists updated. The system's apt sources are
+# only read, never changed. Sets APT_DIR, APT_MIRROR and APT_OPTS (the
+# options that make apt-get use it).
+apt_private() {
+	APT_DIR=$WORK/$1
+	APT_MIRROR=${KBS_SECURITY_MIRROR:-$(apt-get indextargets --format '$(REPO_URI) $(RELEASE)' |
+		awk '$2 ~ /-security$/ { print $1; exit }')}
+	[ -n "$APT_MIRROR" ] ||
+		die "no Debian security mirror in this machine's apt configuration; set KBS_SECURITY_MIRROR"
+	mkdir -p "$APT_DIR/lists/partial" "$APT_DIR/cache/archives/partial"
+	echo "$2 [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $APT_MIRROR $3 main" \
+		>"$APT_DIR/sources.list"
+	APT_OPTS=(-q -o Dir::Etc::SourceList="$APT_DIR/sources.list" -o Dir::Etc::SourceParts=/dev/null
+		-o Dir::State::Lists="$APT_DIR/lists" -o Dir::Cache="$APT_DIR/cache"
+		-o APT::Sandbox::User=root -o APT::Update::Error-Mode=any)
+	log "apt-get update of $3 from $APT_MIRROR"
+	apt-get "${APT_OPTS[@]}" update >"$APT_DIR/update.log" 2>&1 ||
+		die "cannot reach the Debian archive at $APT_MIRROR ($3): see $APT_DIR/update.log"
+}
