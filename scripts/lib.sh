@@ -79,3 +79,9 @@ apt_private() {
 	apt-get "${APT_OPTS[@]}" update >"$APT_DIR/update.log" 2>&1 ||
 		die "cannot reach the Debian archive at $APT_MIRROR ($3): see $APT_DIR/update.log"
 }
+
+# mail_header FILE NAME: the value of header NAME of the mail in FILE, with
+# folded lines joined (format-patch folds a long From: over two lines).
+mail_header() {
+	sed -n '/^$/q; p' "$1" | sed -e ':a' -e 'N; $!ba' -e 's/\n[ \t]\+/ /g' | sed -n "s/^$2: //p"
+}
