@@ -80,8 +80,21 @@ apt_private() {
 		die "cannot reach the Debian archive at $APT_MIRROR ($3): see $APT_DIR/update.log"
 }
 
-# mail_header FILE NAME: the value of header NAME of the mail in FILE, with
-# folded lines joined (format-patch folds a long From: over two lines).
+# verify_sha256 FILE SUM: stop unless FILE's sha256 is the pinned SUM.
+verify_sha256() {
+	local sum
+	sum=$(sha256sum "$1" | cut -d' ' -f1)
+	[ "$sum" = "$2" ] ||
+		die "$1 has sha256 $sum, expected $2 (pinned in scripts/project.conf): refusing it. Delete the file to download it again."
+}
+
+# mail_headers FILE: the header lines of the mail in FILE, folded lines
+# joined (format-patch folds long From:, To: and Cc: headers).
+mail_headers() {
+	sed -n '/^$/q; p' "$1" | sed -e ':a' -e 'N; $!ba' -e 's/\n[ \t]\+/ /g'
+}
+
+# mail_header FILE NAME: the value of header NAME of the mail in FILE.
 mail_header() {
-	sed -n '/^$/q; p' "$1" | sed -e ':a' -e 'N; $!ba' -e 's/\n[ \t]\+/ /g' | sed -n "s/^$2: //p"
+	mail_headers "$1" | sed -n "s/^$2: //p"
 }

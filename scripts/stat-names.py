@@ -68,7 +68,7 @@ def strip_comments(text):
     return re.sub(r"/\*.*?\*/", "", text, flags=re.S)
 
 
-def tables(text, macro_names):
+def tables(text):
     """The text of each stats descriptor table, with its kind (vm/vcpu)."""
     for m in re.finditer(r"kvm_(vm|vcpu)_stats_desc\[\]\s*=\s*\{(.*?)\n\};", text, re.S):
         yield m.group(1), m.group(2)
@@ -84,7 +84,7 @@ def series_stats(text):
     debugfs = {(k.lower(), mem): n for k, mem, n in
                re.findall(r'\bKVM_(VM|VCPU)_STAT_DEBUGFS\(\s*([\w.]+),\s*"([^"]*)"\s*\)', text)}
     out = []
-    for kind, body in tables(text, None):
+    for kind, body in tables(text):
         for m, args in calls(body, r"\b(?:VM|VCPU)_STAT_([A-Z_]+)"):
             if m.group(1) not in OURS or len(args) < 2:
                 continue
@@ -96,7 +96,7 @@ def series_stats(text):
 
 def includes_generic(text):
     """The kinds (vm/vcpu) whose tables include the generic stats."""
-    return {k for k, body in tables(strip_comments(text), None)
+    return {k for k, body in tables(strip_comments(text))
             if re.search(r"KVM_GENERIC_%s_STATS\(\)" % k.upper(), body)}
 
 
@@ -109,7 +109,7 @@ def base_debugfs(text):
 def upstream_stats(text):
     """[(kind, name, type)] of an upstream file's descriptor tables."""
     out = []
-    for _, body in tables(strip_comments(text), None):
+    for _, body in tables(strip_comments(text)):
         for m, args in calls(body, r"\bSTATS_DESC_([A-Z_]+)"):
             if m.group(1) in UPSTREAM:
                 out.append((args[0].split("_")[0].lower(), args[1], UPSTREAM[m.group(1)]))
