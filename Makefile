@@ -5,7 +5,7 @@ S := scripts
 ARCHES_BOOTED := x86_64 x86_64-distro arm64
 ARCHES_COMPILED := mips powerpc-book3s powerpc-booke s390
 
-.PHONY: help deps base tree export checkpatch each-patch review check run \
+.PHONY: help deps base tree export checkpatch each-patch review check run bench \
 	$(addprefix kernel-,$(ARCHES_BOOTED) $(ARCHES_COMPILED)) \
 	$(addprefix tests-,$(ARCHES_BOOTED)) initramfs-arm64 compile-others \
 	boot-x86_64 boot-x86_64-distro boot-arm64-vhe boot-arm64-nvhe harness-tests soak fresh-machine
@@ -13,6 +13,7 @@ ARCHES_COMPILED := mips powerpc-book3s powerpc-booke s390
 help:
 	@echo "make run     build and boot the x86_64 kernel with the series, show a VM's KVM stats"
 	@echo "make check   every test: harness, round trip, builds, guests, compile-only arches, review gates"
+	@echo "make bench   what the stats fd costs next to debugfs, the base and Debian's 6.1 (about 25 min)"
 	@echo "make review  the review gates only: bisect, checkpatch, sparse, W=1, kernel-doc, docs, debug boot, mail"
 	@echo "make tree    kernel git tree in work/linux: pinned base + series/"
 	@echo "make export  write the tree's commits back to series/"
@@ -70,6 +71,11 @@ run: tests-x86_64
 	@$(S)/boot x86_64 demo.list work/results/run.log
 	@tr -d '\r' <work/results/run.log | sed -n 's/^# //p' | grep -v '^dmesg: '
 	@$(S)/tap-summary work/results/run.log
+
+# The benchmark: our kernel, the base (built here) and Debian's 6.1, 3 boots
+# each, alternating; the table and the plot land in work/bench/results/full.
+bench: deps kernel-x86_64
+	@$(S)/bench
 
 review: deps
 	@$(S)/check review

@@ -88,6 +88,29 @@ verify_sha256() {
 		die "$1 has sha256 $sum, expected $2 (pinned in scripts/project.conf): refusing it. Delete the file to download it again."
 }
 
+# fetch_deb SUITE PACKAGE VERSION SHA256 DEB: download PACKAGE=VERSION from
+# the Debian security mirror's SUITE with apt's own client (apt_private,
+# in $WORK/apt-upstream) into DEB, unless DEB is there; either way, stop
+# unless its sha256 is the pinned SHA256.
+fetch_deb() {
+	local dl
+	if [ -f "$5" ]; then
+		verify_sha256 "$5" "$4"
+		return
+	fi
+	apt_private apt-upstream deb "$1"
+	mkdir -p "$WORK/cache"
+	dl=$(mktemp -d "$WORK/cache/download.XXXXXX")
+	log "apt-get download $2=$3"
+	if ! (cd "$dl" && apt-get "${APT_OPTS[@]}" download "$2=$3") >"$APT_DIR/download-$2.log" 2>&1; then
+		rm -rf "$dl"
+		die "$2 $3 is not available from $APT_MIRROR $1: see $APT_DIR/download-$2.log"
+	fi
+	verify_sha256 "$dl"/*.deb "$4"
+	mv "$dl"/*.deb "$5"
+	rm -rf "$dl"
+}
+
 # mail_headers FILE: the header lines of the mail in FILE, folded lines
 # joined (format-patch folds long From:, To: and Cc: headers).
 mail_headers() {

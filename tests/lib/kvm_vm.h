@@ -79,7 +79,7 @@ static void vm_create(struct vm *vm, uint64_t guest_phys, const void *code, size
 }
 
 /* Run the vCPU until its next exit to userspace; return the exit reason. */
-static unsigned int vm_run(struct vm *vm)
+static inline unsigned int vm_run(struct vm *vm)
 {
 	xioctl(vm->vcpu_fd, KVM_RUN, NULL, "KVM_RUN");
 	return vm->run->exit_reason;
