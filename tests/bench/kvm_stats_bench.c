@@ -142,6 +142,12 @@ static void xpread(int fd, void *buf, size_t len, off_t off, const char *what)
 		fail("pread %s: %zd bytes, expected %zu", what, r, len);
 }
 
+static void xclose(int fd, const char *what)
+{
+	if (close(fd))
+		fail("close %s: %s", what, strerror(errno));
+}
+
 static void sum_block(const void *buf, size_t len)
 {
 	const uint64_t *v = buf;
@@ -244,7 +250,8 @@ static void sample_vm_create(struct sample_vm *vm, int kvm_fd, int n, int fds)
 			fail("debugfs file name too long: %s", e->d_name);
 		strcpy(vm->files[vm->nfiles++], e->d_name);
 	}
-	closedir(d);
+	if (closedir(d))
+		fail("closedir %s: %s", vm->dir, strerror(errno));
 	if (!vm->nfiles)
 		fail("no files in %s", vm->dir);
 }
@@ -254,10 +261,10 @@ static void sample_vm_destroy(struct sample_vm *vm, int fds)
 	int i;
 
 	for (i = 0; fds && i <= vm->n; i++)
-		close(vm->stats[i].fd);
+		xclose(vm->stats[i].fd, "stats fd");
 	for (i = 0; i < vm->n; i++)
-		close(vm->vcpu_fd[i]);
-	close(vm->vm_fd);
+		xclose(vm->vcpu_fd[i], "vCPU fd");
+	xclose(vm->vm_fd, "VM fd");
 	free(vm->files);
 }
 
@@ -289,8 +296,7 @@ static void debugfs_sample(struct sample_vm *vm)
 			fail("read %s: %s", path, strerror(errno));
 		text[r] = 0;
 		checksum += strtoull(text, NULL, 0);
-		if (close(fd))
-			fail("close %s: %s", path, strerror(errno));
+		xclose(fd, path);
 	}
 }
 
@@ -366,8 +372,9 @@ static void bench_copy(int kvm_fd)
 	       (unsigned long long)((t1 - t0) / n), len, n);
 	printf("bench copy_tmpfs ns=%llu bytes=%zu iterations=%u\n",
 	       (unsigned long long)((t2 - t1) / n), len, n);
-	close(tmp);
-	unlink("/tmp/kvm_stats_bench.copy");
+	xclose(tmp, "/tmp/kvm_stats_bench.copy");
+	if (unlink("/tmp/kvm_stats_bench.copy"))
+		fail("unlink /tmp/kvm_stats_bench.copy: %s", strerror(errno));
 	sample_vm_destroy(&vm, 1);
 }
 
@@ -412,9 +419,9 @@ static void hlt_vm_create(struct vm *vm, const uint8_t *code, size_t len)
 
 static void run_vm_destroy(struct vm *vm)
 {
-	close(vm->vcpu_fd);
-	close(vm->vm_fd);
-	close(vm->kvm_fd);
+	xclose(vm->vcpu_fd, "vCPU fd");
+	xclose(vm->vm_fd, "VM fd");
+	xclose(vm->kvm_fd, "/dev/kvm");
 }
 
 static void on_alarm(int sig)
@@ -615,7 +622,7 @@ static void bench_fd_memory(int kvm_fd)
 	}
 	if (dup2(kvm_fd, total + 64) < 0)
 		fail("dup2: %s", strerror(errno));
-	close(total + 64);
+	xclose(total + 64, "dup2'ed fd");
 	vm_fd = xioctl(kvm_fd, KVM_CREATE_VM, 0, "KVM_CREATE_VM");
 	/* The caches' names, in the order of the last reading. */
 	have = slabinfo(&after);
@@ -635,9 +642,8 @@ static void bench_fd_memory(int kvm_fd)
 		}
 	}
 	for (i = 0; i < total; i++)
-		if (close(fds[i]))
-			fail("close: %s", strerror(errno));
-	close(vm_fd);
+		xclose(fds[i], "stats fd");
+	xclose(vm_fd, "VM fd");
 	printf("bench fd_memory bytes=%lld fds=%d rounds=%d\n",
 	       median_rounds(bytes) / FD_MEMORY_FDS, FD_MEMORY_FDS, FD_MEMORY_ROUNDS - 1);
 	/* The caches that grew by at least half an object per fd. */
