@@ -18,11 +18,12 @@ die() {
 }
 
 # load_arch NAME: read arches/NAME.conf (build facts of one architecture).
+# Its build directory is work/build/NAME, or KBS_BUILD_DIR (a scratch one).
 load_arch() {
 	local f="$TOP/arches/$1.conf"
 	[ -f "$f" ] || die "unknown arch '$1' (no $f)"
 	. "$f"
-	BUILD_DIR=$WORK/build/$1
+	BUILD_DIR=${KBS_BUILD_DIR:-$WORK/build/$1}
 }
 
 # load_machine NAME: read machines/NAME.conf (how to boot one QEMU guest).

@@ -2,7 +2,8 @@
 # scripts/lib.sh: put the kernel tree on a scratch branch, kbs-gate-fault, at
 # the series head, with a fixed identity for the commits a test plants on
 # it, and go back to the series branch (the scratch one deleted) on exit,
-# whatever happens. series/ is never touched.
+# whatever happens. series/ is never touched. A test that builds a kernel
+# calls scratch_build first, so that no planted kernel is left behind.
 # shellcheck shell=bash
 git() { command git -C "$KTREE" "$@"; }
 [ -z "$(git status --porcelain)" ] || die "$KTREE has uncommitted changes"
@@ -11,3 +12,22 @@ export GIT_COMMITTER_NAME=$GIT_AUTHOR_NAME GIT_COMMITTER_EMAIL=$GIT_AUTHOR_EMAIL
 git checkout -q -B kbs-gate-fault "$SERIES_BRANCH" || die "cannot make a scratch branch"
 # shellcheck disable=SC2154 # scratch comes from tap.sh
 trap 'git checkout -q -f "$SERIES_BRANCH"; git branch -q -D kbs-gate-fault; rm -rf "$scratch"' EXIT
+
+# scratch_build ARCH: build (and boot) ARCH in a copy of work/build/ARCH
+# under $scratch, removed on exit, so that work/build/ARCH keeps the
+# series' kernel; the copy keeps the builds incremental. KEPT is that
+# kernel image's checksum, for kept_intact.
+scratch_build() {
+	local real=$WORK/build/$1
+	mkdir -p "$scratch/kbuild"
+	[ ! -d "$real" ] || cp -a "$real/." "$scratch/kbuild/"
+	export KBS_BUILD_DIR=$scratch/kbuild
+	KEPT_IMAGE=$real/$(load_arch "$1" && echo "$KERNEL_IMAGE")
+	KEPT=$(sha256sum "$KEPT_IMAGE" 2>/dev/null)
+}
+
+# kept_intact: the check that the real build directory's kernel is untouched.
+kept_intact() {
+	check "the planted kernel was built in a scratch directory, not in ${KEPT_IMAGE#"$WORK"/}" \
+		test "$(sha256sum "$KEPT_IMAGE" 2>/dev/null)" = "$KEPT"
+}
