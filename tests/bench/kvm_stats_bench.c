@@ -382,26 +382,17 @@ static void bench_copy(int kvm_fd)
 static void hlt_vm_create(struct vm *vm, const uint8_t *code, size_t len)
 {
 	uint16_t handler = GUEST_CODE + (hlt_handler - hlt_guest);
+	static uint8_t image[GUEST_MEM];
 	struct kvm_cpuid2 *cpuid;
-	struct kvm_userspace_memory_region region = { 0 };
-	int run_size;
-	uint8_t *mem;
 
-	vm->kvm_fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
-	if (vm->kvm_fd < 0)
-		fail("open /dev/kvm: %s", strerror(errno));
-	vm->vm_fd = xioctl(vm->kvm_fd, KVM_CREATE_VM, 0, "KVM_CREATE_VM");
-	mem = mmap(NULL, GUEST_MEM, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (mem == MAP_FAILED)
-		fail("mmap guest memory: %s", strerror(errno));
-	memcpy(mem + GUEST_CODE, code, len);
+	if (GUEST_CODE + len > sizeof(image))
+		fail("the HLT guest does not fit");
+	memcpy(image + GUEST_CODE, code, len);
 	/* Real-mode vector table entry: offset, then segment 0. */
-	memcpy(mem + TIMER_VECTOR * 4, &handler, 2);
+	memcpy(image + TIMER_VECTOR * 4, &handler, 2);
+	vm_create_vm(vm, 0, image, GUEST_CODE + len);
 	xioctl(vm->vm_fd, KVM_CREATE_IRQCHIP, NULL, "KVM_CREATE_IRQCHIP");
-	region.memory_size = GUEST_MEM;
-	region.userspace_addr = (uintptr_t)mem;
-	xioctl(vm->vm_fd, KVM_SET_USER_MEMORY_REGION, &region, "KVM_SET_USER_MEMORY_REGION");
-	vm->vcpu_fd = xioctl(vm->vm_fd, KVM_CREATE_VCPU, 0, "KVM_CREATE_VCPU");
+	vm_add_vcpu(vm);
 	/* Whatever KVM supports, x2APIC among it. */
 	cpuid = calloc(1, sizeof(*cpuid) + 256 * sizeof(cpuid->entries[0]));
 	if (!cpuid)
@@ -410,10 +401,6 @@ static void hlt_vm_create(struct vm *vm, const uint8_t *code, size_t len)
 	xioctl(vm->kvm_fd, KVM_GET_SUPPORTED_CPUID, cpuid, "KVM_GET_SUPPORTED_CPUID");
 	xioctl(vm->vcpu_fd, KVM_SET_CPUID2, cpuid, "KVM_SET_CPUID2");
 	free(cpuid);
-	run_size = xioctl(vm->kvm_fd, KVM_GET_VCPU_MMAP_SIZE, 0, "KVM_GET_VCPU_MMAP_SIZE");
-	vm->run = mmap(NULL, run_size, PROT_READ | PROT_WRITE, MAP_SHARED, vm->vcpu_fd, 0);
-	if (vm->run == MAP_FAILED)
-		fail("mmap kvm_run: %s", strerror(errno));
 	vm_x86_real_mode_at(vm, GUEST_CODE);
 }
 
@@ -479,30 +466,39 @@ static void run_to_port(struct vm *vm, uint16_t port)
 		     reason == KVM_EXIT_IO ? vm->run->io.port : 0, port);
 }
 
+/* ns for n runs to port, after n / 10 untimed ones. */
+static uint64_t time_runs(struct vm *vm, uint16_t port, unsigned int n)
+{
+	unsigned int i;
+	uint64_t t0;
+
+	for (i = 0; i < n / 10; i++)
+		run_to_port(vm, port);
+	t0 = now_ns();
+	for (i = 0; i < n; i++)
+		run_to_port(vm, port);
+	return now_ns() - t0;
+}
+
 static void bench_exit_loop(void)
 {
-	unsigned int i, n = iters(5000);
-	uint64_t t0, t1;
+	unsigned int n = iters(5000);
+	uint64_t ns;
 	struct vm vm;
 
 	vm_create(&vm, GUEST_CODE, exit_guest, exit_guest_end - exit_guest);
 	vm_x86_real_mode_at(&vm, GUEST_CODE);
-	for (i = 0; i < n / 10; i++)
-		run_to_port(&vm, PORT_EXIT);
-	t0 = now_ns();
-	for (i = 0; i < n; i++)
-		run_to_port(&vm, PORT_EXIT);
-	t1 = now_ns();
+	ns = time_runs(&vm, PORT_EXIT, n);
 	checksum += vm.run->io.port;
-	printf("bench exit_loop ns=%llu iterations=%u\n", (unsigned long long)((t1 - t0) / n), n);
+	printf("bench exit_loop ns=%llu iterations=%u\n", (unsigned long long)(ns / n), n);
 	run_vm_destroy(&vm);
 }
 
 static void bench_hlt_timer(void)
 {
-	unsigned int i, exits = iters(200), halts = 10, period_ns = 50000;
+	unsigned int exits = iters(200), halts = 10, period_ns = 50000;
 	struct kvm_regs regs;
-	uint64_t t0, t1;
+	uint64_t ns;
 	struct vm vm;
 
 	hlt_vm_create(&vm, hlt_guest, hlt_guest_end - hlt_guest);
@@ -511,15 +507,10 @@ static void bench_hlt_timer(void)
 	regs.rbp = halts;
 	regs.rsp = 0x8000;
 	xioctl(vm.vcpu_fd, KVM_SET_REGS, &regs, "KVM_SET_REGS");
-	for (i = 0; i < exits / 10; i++)
-		run_to_port(&vm, PORT_HALTS);
-	t0 = now_ns();
-	for (i = 0; i < exits; i++)
-		run_to_port(&vm, PORT_HALTS);
-	t1 = now_ns();
+	ns = time_runs(&vm, PORT_HALTS, exits);
 	checksum += vm.run->io.port;
 	printf("bench hlt_timer ns=%llu timer_ns=%u iterations=%u\n",
-	       (unsigned long long)((t1 - t0) / (exits * halts)), period_ns, exits * halts);
+	       (unsigned long long)(ns / (exits * halts)), period_ns, exits * halts);
 	run_vm_destroy(&vm);
 }
 

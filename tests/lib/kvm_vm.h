@@ -47,12 +47,11 @@ static int xioctl(int fd, unsigned long req, void *arg, const char *what)
 	return r;
 }
 
-/* Create a VM whose memory at guest_phys holds code, and one vCPU. */
-static void vm_create(struct vm *vm, uint64_t guest_phys, const void *code, size_t len)
+/* Create a VM whose 64 KiB of memory at guest_phys start with image; no vCPU yet. */
+static inline void vm_create_vm(struct vm *vm, uint64_t guest_phys, const void *image, size_t len)
 {
 	struct kvm_userspace_memory_region region = { 0 };
 	size_t mem_size = 0x10000;
-	int run_size;
 	void *mem;
 
 	vm->kvm_fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
@@ -65,17 +64,30 @@ static void vm_create(struct vm *vm, uint64_t guest_phys, const void *code, size
 	mem = mmap(NULL, mem_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (mem == MAP_FAILED)
 		fail("mmap guest memory: %s", strerror(errno));
-	memcpy(mem, code, len);
+	memcpy(mem, image, len);
 	region.guest_phys_addr = guest_phys;
 	region.memory_size = mem_size;
 	region.userspace_addr = (uintptr_t)mem;
 	xioctl(vm->vm_fd, KVM_SET_USER_MEMORY_REGION, &region, "KVM_SET_USER_MEMORY_REGION");
+}
+
+/* Add the VM's vCPU 0 and map its kvm_run. */
+static inline void vm_add_vcpu(struct vm *vm)
+{
+	int run_size;
 
 	vm->vcpu_fd = xioctl(vm->vm_fd, KVM_CREATE_VCPU, 0, "KVM_CREATE_VCPU");
 	run_size = xioctl(vm->kvm_fd, KVM_GET_VCPU_MMAP_SIZE, 0, "KVM_GET_VCPU_MMAP_SIZE");
 	vm->run = mmap(NULL, run_size, PROT_READ | PROT_WRITE, MAP_SHARED, vm->vcpu_fd, 0);
 	if (vm->run == MAP_FAILED)
 		fail("mmap kvm_run: %s", strerror(errno));
+}
+
+/* Create a VM whose memory at guest_phys holds code, and one vCPU. */
+static void vm_create(struct vm *vm, uint64_t guest_phys, const void *code, size_t len)
+{
+	vm_create_vm(vm, guest_phys, code, len);
+	vm_add_vcpu(vm);
 }
 
 /* Run the vCPU until its next exit to userspace; return the exit reason. */
