@@ -112,6 +112,27 @@ fetch_deb() {
 	rm -rf "$dl"
 }
 
+# initramfs_root DIR BUSYBOX INIT APPLET...: a fresh busybox root in DIR:
+# /bin/busybox (a copy of BUSYBOX) with a link per APPLET, INIT as /init,
+# /dev/console and empty /dev, /proc, /sys, /tmp.
+initramfs_root() {
+	local root=$1 bb=$2 init=$3 applet
+	shift 3
+	rm -rf "$root"
+	mkdir -p "$root"/{bin,dev,proc,sys,tmp}
+	mknod "$root/dev/console" c 5 1
+	cp "$bb" "$root/bin/busybox"
+	for applet in "$@"; do
+		ln -s busybox "$root/bin/$applet"
+	done
+	cp "$init" "$root/init"
+}
+
+# initramfs_pack DIR CPIO: DIR as an uncompressed newc cpio, owned by root.
+initramfs_pack() {
+	(cd "$1" && find . | sort | cpio -o -H newc --quiet -R 0:0) >"$2"
+}
+
 # mail_headers FILE: the header lines of the mail in FILE, folded lines
 # joined (format-patch folds long From:, To: and Cc: headers).
 mail_headers() {
