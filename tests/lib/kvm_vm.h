@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Minimal KVM helpers shared by the in-guest smoke test and demo: one VM,
- * one memory slot holding guest code, one vCPU. Every failure exits with a
+ * Minimal KVM helpers shared by the in-guest programs (smoke test, demo,
+ * benchmark, stress suite): one VM, one memory slot holding guest code,
+ * one vCPU, and each arch's vCPU setup. Every failure exits with a
  * message; these programs have nothing to clean up.
  */
 #ifndef KBS_KVM_VM_H
@@ -11,6 +12,7 @@
 #include <fcntl.h>
 #include <linux/kvm.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,7 +86,7 @@ static inline void vm_add_vcpu(struct vm *vm)
 }
 
 /* Create a VM whose memory at guest_phys holds code, and one vCPU. */
-static void vm_create(struct vm *vm, uint64_t guest_phys, const void *code, size_t len)
+static inline void vm_create(struct vm *vm, uint64_t guest_phys, const void *code, size_t len)
 {
 	vm_create_vm(vm, guest_phys, code, len);
 	vm_add_vcpu(vm);
@@ -99,7 +101,7 @@ static inline unsigned int vm_run(struct vm *vm)
 
 #ifdef __x86_64__
 /* Start the vCPU in real mode at guest physical address rip (CS base 0). */
-static void vm_x86_real_mode_at(struct vm *vm, uint64_t rip)
+static inline void vm_x86_real_mode_at(struct vm *vm, uint64_t rip)
 {
 	struct kvm_sregs sregs;
 	struct kvm_regs regs = { 0 };
@@ -111,6 +113,24 @@ static void vm_x86_real_mode_at(struct vm *vm, uint64_t rip)
 	regs.rip = rip;
 	regs.rflags = 0x2;
 	xioctl(vm->vcpu_fd, KVM_SET_REGS, &regs, "KVM_SET_REGS");
+}
+#endif
+
+#ifdef __aarch64__
+/* Initialise the vCPU as the host prefers, plus features; start it at pc. */
+static inline void vm_arm64_vcpu_init(int vm_fd, int vcpu_fd, uint64_t pc, uint32_t features)
+{
+	struct kvm_vcpu_init init;
+	struct kvm_one_reg reg = {
+		.id = KVM_REG_ARM64 | KVM_REG_SIZE_U64 | KVM_REG_ARM_CORE |
+		      (offsetof(struct kvm_regs, regs.pc) / sizeof(uint32_t)),
+		.addr = (uintptr_t)&pc,
+	};
+
+	xioctl(vm_fd, KVM_ARM_PREFERRED_TARGET, &init, "KVM_ARM_PREFERRED_TARGET");
+	init.features[0] |= features;
+	xioctl(vcpu_fd, KVM_ARM_VCPU_INIT, &init, "KVM_ARM_VCPU_INIT");
+	xioctl(vcpu_fd, KVM_SET_ONE_REG, &reg, "KVM_SET_ONE_REG(pc)");
 }
 #endif
 

@@ -5,7 +5,6 @@
  * reports both MMIO writes with those bytes, then a shutdown system event.
  * Exit status 0 on success, 1 on any mismatch.
  */
-#include <stddef.h>
 #include "kvm_vm.h"
 
 static const uint32_t guest_code[] = {
@@ -41,21 +40,11 @@ static void expect_mmio(struct vm *vm, char byte)
 
 int main(void)
 {
-	struct kvm_vcpu_init init;
-	uint64_t pc = CODE_GPA;
-	struct kvm_one_reg reg = {
-		.id = KVM_REG_ARM64 | KVM_REG_SIZE_U64 | KVM_REG_ARM_CORE |
-		      (offsetof(struct kvm_regs, regs.pc) / sizeof(uint32_t)),
-		.addr = (uintptr_t)&pc,
-	};
 	unsigned int reason;
 	struct vm vm;
 
 	vm_create(&vm, CODE_GPA, guest_code, sizeof(guest_code));
-	xioctl(vm.vm_fd, KVM_ARM_PREFERRED_TARGET, &init, "KVM_ARM_PREFERRED_TARGET");
-	init.features[0] |= 1u << KVM_ARM_VCPU_PSCI_0_2;
-	xioctl(vm.vcpu_fd, KVM_ARM_VCPU_INIT, &init, "KVM_ARM_VCPU_INIT");
-	xioctl(vm.vcpu_fd, KVM_SET_ONE_REG, &reg, "KVM_SET_ONE_REG(pc)");
+	vm_arm64_vcpu_init(vm.vm_fd, vm.vcpu_fd, CODE_GPA, 1u << KVM_ARM_VCPU_PSCI_0_2);
 
 	expect_mmio(&vm, 'K');
 	expect_mmio(&vm, 'V');
