@@ -100,19 +100,25 @@ static inline unsigned int vm_run(struct vm *vm)
 }
 
 #ifdef __x86_64__
-/* Start the vCPU in real mode at guest physical address rip (CS base 0). */
-static inline void vm_x86_real_mode_at(struct vm *vm, uint64_t rip)
+/* Start the vCPU of vcpu_fd in real mode at guest physical address rip (CS base 0). */
+static inline void vcpu_x86_real_mode_at(int vcpu_fd, uint64_t rip)
 {
 	struct kvm_sregs sregs;
 	struct kvm_regs regs = { 0 };
 
-	xioctl(vm->vcpu_fd, KVM_GET_SREGS, &sregs, "KVM_GET_SREGS");
+	xioctl(vcpu_fd, KVM_GET_SREGS, &sregs, "KVM_GET_SREGS");
 	sregs.cs.base = 0;
 	sregs.cs.selector = 0;
-	xioctl(vm->vcpu_fd, KVM_SET_SREGS, &sregs, "KVM_SET_SREGS");
+	xioctl(vcpu_fd, KVM_SET_SREGS, &sregs, "KVM_SET_SREGS");
 	regs.rip = rip;
 	regs.rflags = 0x2;
-	xioctl(vm->vcpu_fd, KVM_SET_REGS, &regs, "KVM_SET_REGS");
+	xioctl(vcpu_fd, KVM_SET_REGS, &regs, "KVM_SET_REGS");
+}
+
+/* The same for the VM's vCPU 0. */
+static inline void vm_x86_real_mode_at(struct vm *vm, uint64_t rip)
+{
+	vcpu_x86_real_mode_at(vm->vcpu_fd, rip);
 }
 #endif
 

@@ -372,14 +372,7 @@ static int stats_fd(int fd)
 static void vcpu_setup(struct tvm *t, int i)
 {
 #ifdef __x86_64__
-	struct kvm_sregs sregs;
-	struct kvm_regs regs = { .rip = CODE_GPA, .rflags = 2 };
-
-	xioctl(t->vcpu[i], KVM_GET_SREGS, &sregs, "KVM_GET_SREGS");
-	sregs.cs.base = 0;
-	sregs.cs.selector = 0;
-	xioctl(t->vcpu[i], KVM_SET_SREGS, &sregs, "KVM_SET_SREGS");
-	xioctl(t->vcpu[i], KVM_SET_REGS, &regs, "KVM_SET_REGS");
+	vcpu_x86_real_mode_at(t->vcpu[i], CODE_GPA);
 #else
 	vm_arm64_vcpu_init(t->vm, t->vcpu[i], CODE_GPA, 0);
 #endif
@@ -974,7 +967,7 @@ static void case_lifetimes(unsigned int ms)
 static void case_freed(void)
 {
 	uint8_t *buf = malloc(FILE_MAX);
-	int last, round, dirs = count_vm_dirs();
+	int last, round, n, dirs = count_vm_dirs();
 	struct fdset set;
 	struct tvm t;
 
@@ -995,8 +988,9 @@ static void case_freed(void)
 			wait_freed(t.dir);
 		}
 	}
-	if (count_vm_dirs() != dirs)
-		bad("%d VM directories in debugfs, %d before", count_vm_dirs(), dirs);
+	n = count_vm_dirs();
+	if (n != dirs)
+		bad("%d VM directories in debugfs, %d before", n, dirs);
 	free(buf);
 }
 
@@ -1025,11 +1019,9 @@ static void emfile(int k)
 	if (getrlimit(RLIMIT_NOFILE, &old))
 		fail("getrlimit: %s", strerror(errno));
 	for (which = 0; which < 3; which++) {
+		/* lim: the (k+1)-th free slot, so exactly k are free below it. */
 		for (lim = 0; free_below(lim) < k || fcntl(lim, F_GETFD) >= 0; lim++)
 			;
-		/* lim: the first free slot past the k-th one; k slots are free below. */
-		while (free_below(lim) > k)
-			lim--;
 		rl = old;
 		rl.rlim_cur = lim;
 		if (setrlimit(RLIMIT_NOFILE, &rl))
@@ -1064,8 +1056,9 @@ static void emfile(int k)
 		atomic_fetch_add(&n_fds, k);
 	}
 	tvm_destroy(&t);
-	if (count_fds() != before)
-		bad("EMFILE with %d free fds: %d fds open, %d before", k, count_fds(), before);
+	lim = count_fds();
+	if (lim != before)
+		bad("EMFILE with %d free fds: %d fds open, %d before", k, lim, before);
 }
 
 static void set_fail_nth(unsigned int n)
@@ -1132,16 +1125,20 @@ static void fail_nth(int what)
 		e = errno;
 		injected = fault_injected();
 		if (r < 0) {
+			int now;
+
 			failures++;
 			if (!injected || e != ENOMEM)
 				bad("%s, allocation %d failed: %s (%s)", names[what], n,
 				    strerror(e), injected ? "expected ENOMEM" : "no fault was injected");
-			if (count_fds() != fds)
+			now = count_fds();
+			if (now != fds)
 				bad("%s, allocation %d failed: %d fds open, %d before",
-				    names[what], n, count_fds(), fds);
-			if (count_vm_dirs() != dirs)
+				    names[what], n, now, fds);
+			now = count_vm_dirs();
+			if (now != dirs)
 				bad("%s, allocation %d failed: %d VMs, %d before",
-				    names[what], n, count_vm_dirs(), dirs);
+				    names[what], n, now, dirs);
 		} else {
 			if (what == 3) {
 				t.vm = r;
@@ -1188,10 +1185,12 @@ static void case_errors_paths(void)
 		write_knob("/sys/kernel/debug/failslab/ignore-gfp-wait", "Y");
 		close(fail_nth_fd);
 	}
-	if (count_fds() != before)
-		bad("%d fds open, %d before the error paths", count_fds(), before);
-	if (count_vm_dirs() != dirs)
-		bad("%d VMs in debugfs, %d before the error paths", count_vm_dirs(), dirs);
+	k = count_fds();
+	if (k != before)
+		bad("%d fds open, %d before the error paths", k, before);
+	k = count_vm_dirs();
+	if (k != dirs)
+		bad("%d VMs in debugfs, %d before the error paths", k, dirs);
 }
 
 /* ---- case 5: bad input ---- */
@@ -1488,8 +1487,9 @@ int main(int argc, char **argv)
 			       (unsigned long long)(now_ms() - t0));
 		}
 	}
-	if (count_vm_dirs())
-		printf("# %d VM directories left in debugfs\n", count_vm_dirs());
+	c = count_vm_dirs();
+	if (c)
+		printf("# %d VM directories left in debugfs\n", c);
 	printf("# figures: reads %llu, bytes compared %llu, VMs created %llu, freed %llu, "
 	       "fds cycled %llu, faults injected %llu, kernel reports %llu\n",
 	       atomic_load(&n_reads), atomic_load(&n_bytes), atomic_load(&n_created),
