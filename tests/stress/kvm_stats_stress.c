@@ -27,7 +27,10 @@
  *   6 padding: every byte after the NUL of the id and of every name is 0.
  * Every case also fails on any report in the kernel log while it ran
  * (BUG, WARNING, KASAN, UBSAN, lockdep, refcount, list corruption,
- * kmemleak, hung task, RCU stall). The last lines are the figures and
+ * kmemleak, hung task, RCU stall). A case whose process the kernel
+ * oopsed and left stuck in it (an oops in the exit path: "Fixing recursive
+ * fault") is reported STUCK_MS after the oops, and the cases after it are
+ * not run: each is a failure. The last lines are the figures and
  * "N passed, N failed, N skipped".
  *
  * Usage: kvm_stats_stress [-t SECONDS] [-c CASES] [-s SEED] [-r] [-f] [-n]
@@ -82,6 +85,8 @@
 #define FILE_MAX (256 << 10)
 #define DEBUGFS_KVM "/sys/kernel/debug/kvm"
 #define FREED_WAIT_MS 10000
+/* How long a case process may take to exit once the kernel has oopsed. */
+#define STUCK_MS 30000
 
 /* Guest code: exit to userspace forever, one exit per loop. */
 #ifdef __x86_64__
@@ -109,7 +114,7 @@ static const uint32_t guest_code[] = {
 static int kvm_fd, run_size, require_all, require_fail_nth, no_kmsg;
 static unsigned int seconds = 20;
 static unsigned long long seed;
-static int have_debugfs, kmsg_fd = -1;
+static int have_debugfs, kmsg_fd = -1, oopsed;
 static int cur_case;
 static atomic_int case_errors;
 /* The figures, shared with the process that runs each case. */
@@ -202,7 +207,13 @@ static const char *const report_patterns[] = {
 	"usercopy:", "refcount_t:", "list_add corruption", "list_del corruption",
 	"soft lockup", "hung_task", "blocked for more than", "self-detected stall",
 	"detected stalls", "turning off the locking correctness validator",
-	"unreferenced object", "suspected memory leak",
+	"unreferenced object", "suspected memory leak", "Fixing recursive fault",
+};
+
+/* The reports after which the task the kernel was running is killed. */
+static const char *const oops_patterns[] = {
+	"Oops", "general protection fault", "invalid opcode:", "Kernel panic",
+	"Fixing recursive fault",
 };
 
 /* Read what the kernel logged since the last call; count the reports. */
@@ -231,6 +242,9 @@ static int scan_kmsg(void)
 				break;
 			}
 		}
+		for (i = 0; i < sizeof(oops_patterns) / sizeof(oops_patterns[0]); i++)
+			if (strstr(rec, oops_patterns[i]))
+				oopsed = 1;
 	}
 	atomic_fetch_add(&n_reports, found);
 	return found;
@@ -1376,9 +1390,50 @@ static const char *const case_names[] = {
 	"padding of the id and names is zero",
 };
 
+/*
+ * Wait for the process of a case, watching the kernel log meanwhile; the
+ * reports found go to *reports. Returns 1 with *status set when it exited,
+ * 0 when it is still there STUCK_MS after an oops: a task that oopses again
+ * on its way out never exits, and waiting for it would hang the run.
+ */
+static int wait_case(pid_t pid, int *status, int *reports)
+{
+	struct pollfd p[2] = {
+		{ .fd = syscall(SYS_pidfd_open, pid, 0), .events = POLLIN },
+		{ .fd = kmsg_fd, .events = POLLIN },
+	};
+	uint64_t since = 0;
+	int exited, left = -1;
+
+	if (p[0].fd < 0)
+		fail("pidfd_open: %s", strerror(errno));
+	oopsed = 0;
+	for (;;) {
+		*reports += scan_kmsg();
+		if (oopsed && !since)
+			since = now_ms();
+		exited = waitpid(pid, status, WNOHANG);
+		if (exited < 0)
+			fail("waitpid: %s", strerror(errno));
+		if (exited)
+			break;
+		if (since) {
+			left = (int)(since + STUCK_MS - now_ms());
+			if (left <= 0)
+				break;
+		}
+		/* The pidfd polls readable when the process has exited. */
+		if (poll(p, kmsg_fd >= 0 ? 2 : 1, left) < 0 && errno != EINTR)
+			fail("poll: %s", strerror(errno));
+	}
+	close(p[0].fd);
+	*reports += scan_kmsg();
+	return exited > 0;
+}
+
 int main(int argc, char **argv)
 {
-	int opt, c, passed = 0, failed = 0, planned = 0, reports;
+	int opt, c, passed = 0, failed = 0, planned = 0, reports, stuck = 0;
 	const char *cases = "1,2,3,4,5,6";
 	uint8_t *buf;
 	struct tvm t;
@@ -1434,6 +1489,12 @@ int main(int argc, char **argv)
 		if (!strchr(cases, '0' + c))
 			continue;
 		cur_case = c;
+		if (stuck) {
+			failed++;
+			printf("not ok %d case %d: %s # not run: case %d is stuck in the kernel\n",
+			       passed + failed, c, case_names[c], stuck);
+			continue;
+		}
 		fflush(stdout);
 		/*
 		 * Each case runs in a process of its own, so that a case an
@@ -1465,15 +1526,18 @@ int main(int argc, char **argv)
 			errors = atomic_load(&case_errors);
 			_exit(errors > 100 ? 100 : errors);
 		}
-		if (waitpid(pid, &status, 0) != pid)
-			fail("waitpid: %s", strerror(errno));
+		reports = 0;
 		atomic_store(&case_errors, 0);
 		errors = 0;
-		if (WIFSIGNALED(status))
+		if (!wait_case(pid, &status, &reports)) {
+			bad("still running %d s after the kernel oopsed: stuck in the kernel",
+			    STUCK_MS / 1000);
+			stuck = c;
+		} else if (WIFSIGNALED(status)) {
 			bad("killed by signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
-		else
+		} else {
 			errors = WEXITSTATUS(status);
-		reports = scan_kmsg();
+		}
 		if (reports)
 			bad("%d report(s) in the kernel log", reports);
 		errors += atomic_load(&case_errors);
