@@ -114,7 +114,7 @@ static const uint32_t guest_code[] = {
 static int kvm_fd, run_size, require_all, require_fail_nth, no_kmsg;
 static unsigned int seconds = 20;
 static unsigned long long seed;
-static int have_debugfs, kmsg_fd = -1, oopsed;
+static int have_debugfs, kmsg_fd = -1;
 static int cur_case;
 static atomic_int case_errors;
 /* The figures, shared with the process that runs each case. */
@@ -201,23 +201,23 @@ static int count_vm_dirs(void)
 
 /* ---- the kernel log ---- */
 
+/* The first N_OOPS are oopses: the task the kernel was running is killed. */
+#define N_OOPS 5
 static const char *const report_patterns[] = {
+	"Oops", "general protection fault", "invalid opcode:", "Kernel panic",
+	"Fixing recursive fault",
 	"BUG:", "kernel BUG at", "WARNING:", "cut here", "KASAN:", "UBSAN:", "ODEBUG:",
-	"Oops", "Kernel panic", "general protection fault", "invalid opcode:",
 	"usercopy:", "refcount_t:", "list_add corruption", "list_del corruption",
 	"soft lockup", "hung_task", "blocked for more than", "self-detected stall",
 	"detected stalls", "turning off the locking correctness validator",
-	"unreferenced object", "suspected memory leak", "Fixing recursive fault",
+	"unreferenced object", "suspected memory leak",
 };
 
-/* The reports after which the task the kernel was running is killed. */
-static const char *const oops_patterns[] = {
-	"Oops", "general protection fault", "invalid opcode:", "Kernel panic",
-	"Fixing recursive fault",
-};
-
-/* Read what the kernel logged since the last call; count the reports. */
-static int scan_kmsg(void)
+/*
+ * Read what the kernel logged since the last call; count the reports, and
+ * set *oopsed when one of them is an oops.
+ */
+static int scan_kmsg(int *oopsed)
 {
 	char rec[8192];
 	int found = 0;
@@ -238,13 +238,12 @@ static int scan_kmsg(void)
 				char *msg = strchr(rec, ';');
 
 				found++;
+				if (i < N_OOPS)
+					*oopsed = 1;
 				printf("# kernel: %s", msg ? msg + 1 : rec);
 				break;
 			}
 		}
-		for (i = 0; i < sizeof(oops_patterns) / sizeof(oops_patterns[0]); i++)
-			if (strstr(rec, oops_patterns[i]))
-				oopsed = 1;
 	}
 	atomic_fetch_add(&n_reports, found);
 	return found;
@@ -1403,13 +1402,12 @@ static int wait_case(pid_t pid, int *status, int *reports)
 		{ .fd = kmsg_fd, .events = POLLIN },
 	};
 	uint64_t since = 0;
-	int exited, left = -1;
+	int exited, left = -1, oopsed = 0;
 
 	if (p[0].fd < 0)
 		fail("pidfd_open: %s", strerror(errno));
-	oopsed = 0;
 	for (;;) {
-		*reports += scan_kmsg();
+		*reports += scan_kmsg(&oopsed);
 		if (oopsed && !since)
 			since = now_ms();
 		exited = waitpid(pid, status, WNOHANG);
@@ -1427,7 +1425,7 @@ static int wait_case(pid_t pid, int *status, int *reports)
 			fail("poll: %s", strerror(errno));
 	}
 	close(p[0].fd);
-	*reports += scan_kmsg();
+	*reports += scan_kmsg(&oopsed);
 	return exited > 0;
 }
 
