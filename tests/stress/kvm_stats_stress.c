@@ -8,8 +8,10 @@
  *     userspace in a loop, while another thread creates and destroys VMs.
  *     The bytes before the data block never change, no vCPU counter goes
  *     backwards between two reads of one reader, and a read stitched from
- *     random pieces equals a whole-file read (of an idle VM: exactly; of
- *     the running one: between the whole reads before and after it).
+ *     random pieces equals a whole-file read (of an idle VM: exactly,
+ *     whatever the cuts; of the running one, cut only between the u64s of
+ *     the data block: each counter between the whole reads around it).
+ *     The runners are stopped with immediate_exit and a signal.
  *   2 lifetime orders: the fds of a VM closed in random orders, with dup(),
  *     a forked child reading, SCM_RIGHTS from a process that then exits,
  *     and pidfd_getfd(); every remaining stats fd is read in full after
@@ -511,6 +513,7 @@ static void tvm_check(struct tvm *t, uint8_t *buf)
 
 static atomic_int stop;
 static struct tvm running, idle;
+static unsigned long long user_exits[MAX_VCPUS];
 
 static void *runner(void *arg)
 {
@@ -519,6 +522,8 @@ static void *runner(void *arg)
 
 	while (!atomic_load(&stop)) {
 		if (ioctl(running.vcpu[i], KVM_RUN, NULL) < 0) {
+			if (errno == EINTR && atomic_load(&stop))
+				break;	/* stopped by case_readers() */
 			bad("vCPU %d: KVM_RUN: %s", i, strerror(errno));
 			break;
 		}
@@ -527,6 +532,7 @@ static void *runner(void *arg)
 			bad("vCPU %d: exit reason %u, expected %u", i, reason, EXIT_REASON);
 			break;
 		}
+		user_exits[i]++;
 	}
 	return NULL;
 }
@@ -569,15 +575,24 @@ static void check_piece(struct fdref *f, const uint8_t *p, size_t off, size_t n,
 static struct fdref case1_fds[2 * (MAX_VCPUS + 1)];
 static int case1_nfds, case1_nrunning;
 
-/* Read f in random pieces, in a random order, into out. */
-static void stitched(struct fdref *f, uint8_t *out, uint64_t *s)
+/*
+ * Read f in random pieces, in a random order, into out. With whole_u64, no
+ * cut falls inside a u64 of the data block: the bytes of a live counter
+ * read by two preads, at two times, make a value it never had (a carry
+ * between them turns 0x46ff and 0x4733 into 0x4633).
+ */
+static void stitched(struct fdref *f, uint8_t *out, int whole_u64, uint64_t *s)
 {
-	size_t size = f->ref->size, cuts[9], k, i, n = 1 + rnd(s) % 8;
+	size_t size = f->ref->size, data = f->ref->h.data_offset, cuts[9], k, i;
+	size_t n = 1 + rnd(s) % 8;
 	int order[9];
 
 	cuts[0] = 0;
-	for (i = 1; i < n; i++)
+	for (i = 1; i < n; i++) {
 		cuts[i] = rnd(s) % (size + 1);
+		if (whole_u64 && cuts[i] > data)
+			cuts[i] -= (cuts[i] - data) % 8;
+	}
 	cuts[n] = size;
 	for (i = 1; i < n; i++)	/* sort the cuts */
 		for (k = i; k > 0 && cuts[k] < cuts[k - 1]; k--) {
@@ -624,9 +639,15 @@ static void *reader(void *arg)
 			/* A stitched read, bracketed by two whole reads. */
 			size_t data = f->ref->h.data_offset;
 
-			read_whole(f->fd, w1);
-			stitched(f, buf, &s);
-			read_whole(f->fd, w2);
+			if (read_whole(f->fd, w1) != (ssize_t)size) {
+				bad("fd %d: a whole read did not return %zu bytes", f->fd, size);
+				continue;
+			}
+			stitched(f, buf, fi < case1_nrunning, &s);
+			if (read_whole(f->fd, w2) != (ssize_t)size) {
+				bad("fd %d: a whole read did not return %zu bytes", f->fd, size);
+				continue;
+			}
 			check_piece(f, buf, 0, size, NULL);
 			for (i = 0; (size_t)i < f->ref->data_size / 8; i++) {
 				uint64_t a, b, c;
@@ -693,8 +714,15 @@ static void add_fd(int fd, struct ref *ref, int vcpu, const char *id, uint8_t *b
 		memcpy(f->image, buf, n);
 }
 
+/* A signal that does nothing but end a KVM_RUN with EINTR. */
+static void kicked(int sig)
+{
+	(void)sig;
+}
+
 static void case_readers(unsigned int ms)
 {
+	struct sigaction kick = { .sa_handler = kicked };
 	enum { NVCPU = 2, NREADERS = 2 };
 	pthread_t runners[NVCPU], readers[NREADERS], churn;
 	uint8_t *buf = malloc(FILE_MAX);
@@ -714,6 +742,7 @@ static void case_readers(unsigned int ms)
 	add_fd(idle.vcpustat[0], &ref_vcpu, 1, idle.vcpu_id[0], buf);
 
 	atomic_store(&stop, 0);
+	sigaction(SIGUSR1, &kick, NULL);
 	for (i = 0; i < NVCPU; i++)
 		pthread_create(&runners[i], NULL, runner, (void *)i);
 	for (i = 0; i < NREADERS; i++)
@@ -721,8 +750,24 @@ static void case_readers(unsigned int ms)
 	pthread_create(&churn, NULL, churner, NULL);
 	usleep(ms * 1000ull);
 	atomic_store(&stop, 1);
+	/*
+	 * Stop the runners as a VMM stops its vCPUs, not by waiting for the
+	 * guest's next exit to userspace: immediate_exit for a KVM_RUN about
+	 * to start, a signal for one under way.
+	 */
+	for (i = 0; i < NVCPU; i++) {
+		running.run[i]->immediate_exit = 1;
+		pthread_kill(runners[i], SIGUSR1);
+	}
 	for (i = 0; i < NVCPU; i++)
 		pthread_join(runners[i], NULL);
+	/*
+	 * Each vCPU's exits to userspace: a guest that stopped exiting shows
+	 * here (QEMU 7.2's TCG, emulating SVM, can resume the L2 guest at
+	 * L1's RIP after VMRUN, where KVM then emulates for good).
+	 */
+	printf("# exits to userspace: vCPU 0 %llu, vCPU 1 %llu\n", user_exits[0], user_exits[1]);
+	fflush(stdout);
 	for (i = 0; i < NREADERS; i++)
 		pthread_join(readers[i], NULL);
 	pthread_join(churn, NULL);
