@@ -46,12 +46,18 @@ base_worktree() {
 	git -C "$1" checkout -q -f --detach "$BASE_TAG" || die "cannot check out $BASE_TAG in $1"
 }
 
+# all_confs arch|machine: the names of every arches/ (or machines/) conf.
+all_confs() {
+	local dir=$TOP/arches
+	[ "$1" = arch ] || dir=$TOP/machines
+	(cd "$dir" && ls -- *.conf | sed 's/\.conf$//')
+}
+
 # walked_confs arch|machine: the names of the arches/ (or machines/) confs
 # that the per-patch walk builds (or boots): all but those with EACH_PATCH=no.
 walked_confs() {
-	local dir=$TOP/arches name
-	[ "$1" = arch ] || dir=$TOP/machines
-	for name in $(cd "$dir" && ls | sed 's/\.conf$//'); do
+	local name
+	for name in $(all_confs "$1"); do
 		if ("load_$1" "$name" && [ "${EACH_PATCH:-yes}" = yes ]); then
 			echo "$name"
 		fi
@@ -142,4 +148,28 @@ mail_headers() {
 # mail_header FILE NAME: the value of header NAME of the mail in FILE.
 mail_header() {
 	mail_headers "$1" | sed -n "s/^$2: //p"
+}
+
+# gate_confs GATE: the arches/ confs that review gate GATE (W=1, sparse)
+# builds: those of the per-patch walk, and the others whose EXTRA_GATES
+# names GATE.
+gate_confs() {
+	local name
+	walked_confs arch
+	for name in $(all_confs arch); do
+		if (load_arch "$name" && [ "${EACH_PATCH:-yes}" != yes ] &&
+			[[ " ${EXTRA_GATES:-} " == *" $1 "* ]]); then
+			echo "$name"
+		fi
+	done
+}
+
+# kvm_dirs: the make targets that compile an arch's KVM directories
+# (arch/*/kvm/, which also builds virt/kvm/) after load_arch, modules
+# included: a directory target compiles obj-m objects only with
+# KBUILD_MODULES=1, and KVM is a module in several configs.
+kvm_dirs() {
+	local src=$KARCH
+	case $KARCH in x86_64 | i386) src=x86 ;; esac
+	echo "KBUILD_MODULES=1 arch/$src/kvm/"
 }
