@@ -8,13 +8,14 @@ ARCHES_COMPILED := mips powerpc-book3s powerpc-booke s390
 .PHONY: help deps base tree export checkpatch each-patch review check run bench \
 	$(addprefix kernel-,$(ARCHES_BOOTED) $(ARCHES_COMPILED)) \
 	$(addprefix tests-,$(ARCHES_BOOTED)) initramfs-arm64 compile-others \
-	boot-x86_64 boot-x86_64-distro boot-arm64-vhe boot-arm64-nvhe harness-tests soak fresh-machine
+	boot-x86_64 boot-x86_64-distro boot-arm64-vhe boot-arm64-nvhe harness-tests soak fresh-machine zero-day
 
 help:
 	@echo "make run     build and boot the x86_64 kernel with the series, show a VM's KVM stats"
 	@echo "make check   every test: harness, round trip, builds, guests, compile-only arches, review gates"
 	@echo "make bench   what the stats fd costs next to debugfs, the base and Debian's 6.1 (7 min; 2 once the base is built)"
-	@echo "make review  the review gates only: bisect, checkpatch, sparse, W=1, kernel-doc, docs, debug boot, mail"
+	@echo "make review  the review gates only: bisect, checkpatch, sparse, W=1, kernel-doc, docs, debug boot, mail, link"
+	@echo "make zero-day  the kernel test robot's builds (i386, clang, randconfig, ...) at every patch"
 	@echo "make tree    kernel git tree in work/linux: pinned base + series/"
 	@echo "make export  write the tree's commits back to series/"
 
@@ -63,6 +64,15 @@ soak: tests-x86_64
 
 fresh-machine:
 	@$(S)/check-fresh-machine
+
+# Not part of make check: the kernel test robot's build matrix
+# (arches/zero-day.cells) at every patch, then the i386 cell shown failing
+# on a planted division; CELLS="..." runs only those cells.
+zero-day: tree
+	@$(S)/install-deps zero-day
+	@$(S)/zero-day $(CELLS); rc=$$?; \
+	tests/zero-day/planted-division-fails-i386-cell >work/results/zero-day-planted.tap 2>&1; \
+	$(S)/tap-summary work/results/zero-day-planted.tap || rc=1; exit $$rc
 
 harness-tests:
 	@set -e; for t in tests/harness/test-*; do echo "== $$t"; $$t; done

@@ -173,3 +173,11 @@ kvm_dirs() {
 	case $KARCH in x86_64 | i386) src=x86 ;; esac
 	echo "KBUILD_MODULES=1 arch/$src/kvm/"
 }
+
+# kernel_unchanged COMMIT: COMMIT (in the kernel tree) changes only files
+# that no kernel build reads (Documentation/, tools/testing/), so its
+# kernels are its parent's.
+kernel_unchanged() {
+	! command git -C "$KTREE" diff-tree --no-commit-id --name-only -r "$1" |
+		grep -qvE '^(Documentation|tools/testing)/'
+}
