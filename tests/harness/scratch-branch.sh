@@ -32,3 +32,18 @@ kept_intact() {
 	check "the planted kernel was built in a scratch directory, not in ${KEPT_IMAGE#"$WORK"/}" \
 		test -n "$KEPT" -a "$(sha256sum "$KEPT_IMAGE" 2>/dev/null)" = "$KEPT"
 }
+
+# plant_u64_division: commit, on the scratch branch, an exported function
+# in virt/kvm that divides a u64 with '/': on i386 a call to libgcc's
+# __udivdi3, which kvm.ko cannot link against.
+plant_u64_division() {
+	cat >>"$KTREE/virt/kvm/binary_stats.c" <<'PLANT'
+
+u64 kvm_stats_planted_div(u64 sum, u32 n)
+{
+	return sum / n;
+}
+EXPORT_SYMBOL_GPL(kvm_stats_planted_div);
+PLANT
+	git commit -q -a -m "KVM: planted: a u64 divided with '/'"
+}
