@@ -174,6 +174,14 @@ kvm_dirs() {
 	echo "KBUILD_MODULES=1 arch/$src/kvm/"
 }
 
+# without_positions TREE: build-log lines (stdin) as reports that compare
+# across commits: TREE's prefix, the ../ hops of a virt/kvm file built from
+# arch/*/kvm/, and line and column numbers dropped ("path: message").
+without_positions() {
+	sed -E "s#$1/##g; s#^([^:]*/)?arch/[a-z0-9]+/kvm/\.\./\.\./\.\./##" |
+		sed -E "s#^([^: ]+):[0-9]+(:[0-9]+)?(-[0-9]+)?: #\1: #"
+}
+
 # kernel_unchanged COMMIT: COMMIT (in the kernel tree) changes only files
 # that no kernel build reads (Documentation/, tools/testing/), so its
 # kernels are its parent's.
