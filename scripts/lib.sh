@@ -178,8 +178,8 @@ kvm_dirs() {
 # across commits: TREE's prefix, the ../ hops of a virt/kvm file built from
 # arch/*/kvm/, and line and column numbers dropped ("path: message").
 without_positions() {
-	sed -E "s#$1/##g; s#^([^:]*/)?arch/[a-z0-9]+/kvm/\.\./\.\./\.\./##" |
-		sed -E "s#^([^: ]+):[0-9]+(:[0-9]+)?(-[0-9]+)?: #\1: #"
+	sed -E "s#$1/##g; s#^([^:]*/)?arch/[a-z0-9]+/kvm/\.\./\.\./\.\./##;
+		s#^([^: ]+):[0-9]+(:[0-9]+)?(-[0-9]+)?: #\1: #"
 }
 
 # kernel_unchanged COMMIT: COMMIT (in the kernel tree) changes only files
