@@ -176,9 +176,12 @@ gate_confs() {
 # included: a directory target compiles obj-m objects only with
 # KBUILD_MODULES=1, and KVM is a module in several configs.
 kvm_dirs() {
-	local src=$KARCH
-	case $KARCH in x86_64 | i386) src=x86 ;; esac
-	echo "KBUILD_MODULES=1 arch/$src/kvm/"
+	echo "KBUILD_MODULES=1 arch/$(arch_srcdir)/kvm/"
+}
+
+# arch_srcdir: the directory under arch/ that load_arch's KARCH builds.
+arch_srcdir() {
+	case $KARCH in x86_64 | i386) echo x86 ;; *) echo "$KARCH" ;; esac
 }
 
 # without_positions TREE: build-log lines (stdin) as reports that compare
@@ -195,4 +198,14 @@ without_positions() {
 kernel_unchanged() {
 	! command git -C "$KTREE" diff-tree --no-commit-id --name-only -r "$1" |
 		grep -qvE '^(Documentation|tools/testing)/'
+}
+
+# kernel_unchanged_for SRCDIR COMMIT: COMMIT changes no file that a build
+# for arch/SRCDIR reads: only Documentation/, tools/testing/ and the arch/
+# directories of other architectures, so that arch's kernels are its
+# parent's.
+kernel_unchanged_for() {
+	command git -C "$KTREE" diff-tree --no-commit-id --name-only -r "$2" |
+		awk -v own="arch/$1/" '!/^(Documentation|tools\/testing)\// &&
+			(!/^arch\// || index($0, own) == 1) { read = 1 } END { exit read }'
 }
