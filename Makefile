@@ -7,8 +7,8 @@ ARCHES_COMPILED := mips powerpc-book3s powerpc-booke s390
 
 .PHONY: help deps base tree export checkpatch each-patch review check run bench \
 	$(addprefix kernel-,$(ARCHES_BOOTED) $(ARCHES_COMPILED)) \
-	$(addprefix tests-,$(ARCHES_BOOTED)) initramfs-arm64 compile-others \
-	boot-x86_64 boot-x86_64-distro boot-arm64-vhe boot-arm64-nvhe harness-tests soak fresh-machine zero-day \
+	$(addprefix tests-,$(ARCHES_BOOTED)) initramfs-arm64 initramfs-x86_64-distro compile-others \
+	boot-x86_64 boot-x86_64-distro boot-x86_64-vmx boot-arm64-vhe boot-arm64-nvhe harness-tests soak fresh-machine zero-day \
 	warnings-accepted
 
 help:
@@ -53,11 +53,19 @@ $(addprefix tests-,$(ARCHES_BOOTED)): tests-%: kernel-%
 initramfs-arm64: tests-arm64
 	@$(S)/make-initramfs arm64
 
+initramfs-x86_64-distro: tests-x86_64-distro
+	@$(S)/make-initramfs x86_64-distro
+
 compile-others: $(addprefix kernel-,$(ARCHES_COMPILED))
 
 boot-x86_64 boot-x86_64-distro: boot-%: tests-%
 	@$(S)/boot $* tests.list
 	@$(S)/tap-summary work/results/$*.log
+
+# kvm_intel, under Bochs (machines/x86_64-vmx.conf).
+boot-x86_64-vmx: initramfs-x86_64-distro
+	@$(S)/boot x86_64-vmx tests.list
+	@$(S)/tap-summary work/results/x86_64-vmx.log
 
 boot-arm64-vhe boot-arm64-nvhe: boot-arm64-%: initramfs-arm64
 	@$(S)/boot arm64-$* tests.list

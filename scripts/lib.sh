@@ -33,12 +33,16 @@ load_arch() {
 	BUILD_DIR=${KBS_BUILD_DIR:-$WORK/build/$1}
 }
 
-# load_machine NAME: read machines/NAME.conf (how to boot one QEMU guest).
+# load_machine NAME: read machines/NAME.conf (how to boot one guest). Its
+# EACH_PATCH, where it sets one, wins over its arch's.
 load_machine() {
-	local f="$TOP/machines/$1.conf"
+	local f="$TOP/machines/$1.conf" walk
 	[ -f "$f" ] || die "unknown machine '$1' (no $f)"
+	unset EACH_PATCH
 	. "$f"
+	walk=${EACH_PATCH-}
 	load_arch "$ARCH_NAME"
+	[ -z "$walk" ] || EACH_PATCH=$walk
 }
 
 # base_worktree DIR: make DIR a checkout of the base, as a worktree of the
