@@ -71,10 +71,11 @@ boot-arm64-vhe boot-arm64-nvhe: boot-arm64-%: initramfs-arm64
 	@$(S)/boot arm64-$* tests.list
 	@$(S)/tap-summary work/results/arm64-$*.log
 
-# Not part of make check: 20 boots of the x86_64 guest beside a kernel build,
-# and the stages up to the first boot in a minimal Debian 12 root.
-soak: tests-x86_64
-	@$(S)/soak x86_64 20
+# Not part of make check: 20 boots of the x86_64 guest and 10 of the Intel
+# machine (Bochs) beside a kernel build, and the stages up to the first boot
+# in a minimal Debian 12 root.
+soak: tests-x86_64 initramfs-x86_64-distro
+	@$(S)/soak x86_64 20; rc=$$?; $(S)/soak x86_64-vmx 10 || rc=1; exit $$rc
 
 fresh-machine:
 	@$(S)/check-fresh-machine
