@@ -11,7 +11,9 @@
  *     random pieces equals a whole-file read (of an idle VM: exactly,
  *     whatever the cuts; of the running one, cut only between the u64s of
  *     the data block: each counter between the whole reads around it).
- *     The runners are stopped with immediate_exit and a signal.
+ *     The runners are stopped with immediate_exit and a signal, and each
+ *     vCPU must then be inside the guest code it was given: anywhere else
+ *     is an "emulator bug", reported with where it stopped and its stats.
  *   2 lifetime orders: the fds of a VM closed in random orders, with dup(),
  *     a forked child reading, SCM_RIGHTS from a process that then exits,
  *     and pidfd_getfd(); every remaining stats fd is read in full after
@@ -714,6 +716,61 @@ static void add_fd(int fd, struct ref *ref, int vcpu, const char *id, uint8_t *b
 		memcpy(f->image, buf, n);
 }
 
+/* The value of the stat called name in the stats file in buf, or -1. */
+static long long stat_named(const uint8_t *buf, const char *name)
+{
+	struct kvm_stats_header h;
+	size_t i, stride;
+	uint64_t v;
+
+	memcpy(&h, buf, sizeof(h));
+	stride = sizeof(struct kvm_stats_desc) + h.name_size;
+	for (i = 0; i < h.num_desc; i++) {
+		const struct kvm_stats_desc *d = (const void *)(buf + h.desc_offset + i * stride);
+
+		if (!strcmp(d->name, name)) {
+			memcpy(&v, buf + h.data_offset + d->offset, 8);
+			return v;
+		}
+	}
+	return -1;
+}
+
+/*
+ * Where vCPU i of the running VM stopped: it must be inside guest_code,
+ * the only code it was given. Anywhere else, the emulator under this
+ * kernel moved the guest (see case_readers()); say so, with the evidence.
+ */
+static void check_guest_pc(int i, uint8_t *buf)
+{
+	unsigned long long pc, base = 0;
+#ifdef __x86_64__
+	struct kvm_regs regs;
+	struct kvm_sregs sregs;
+
+	xioctl(running.vcpu[i], KVM_GET_REGS, &regs, "KVM_GET_REGS");
+	xioctl(running.vcpu[i], KVM_GET_SREGS, &sregs, "KVM_GET_SREGS");
+	pc = regs.rip;
+	base = sregs.cs.base;
+#else
+	struct kvm_one_reg reg = {
+		.id = KVM_REG_ARM64 | KVM_REG_SIZE_U64 | KVM_REG_ARM_CORE |
+		      (offsetof(struct kvm_regs, regs.pc) / sizeof(uint32_t)),
+		.addr = (uintptr_t)&pc,
+	};
+
+	xioctl(running.vcpu[i], KVM_GET_ONE_REG, &reg, "KVM_GET_ONE_REG(pc)");
+#endif
+	if (base + pc >= CODE_GPA && base + pc < CODE_GPA + sizeof(guest_code))
+		return;
+	read_whole(running.vcpustat[i], buf);
+	bad("emulator bug: vCPU %d stopped at pc %#llx (code base %#llx), outside the only code it was given (%#x-%#zx); "
+	    "it made %llu exits to userspace; its stats (-1: none such): exits %lld, insn_emulation %lld, io_exits %lld",
+	    i, pc, base, CODE_GPA, CODE_GPA + sizeof(guest_code) - 1, user_exits[i],
+	    stat_named(buf, "exits"), stat_named(buf, "insn_emulation"),
+	    stat_named(buf, "io_exits"));
+}
+
 /* A signal that does nothing but end a KVM_RUN with EINTR. */
 static void kicked(int sig)
 {
@@ -768,6 +825,8 @@ static void case_readers(unsigned int ms)
 	 */
 	printf("# exits to userspace: vCPU 0 %llu, vCPU 1 %llu\n", user_exits[0], user_exits[1]);
 	fflush(stdout);
+	for (i = 0; i < NVCPU; i++)
+		check_guest_pc(i, buf);
 	for (i = 0; i < NREADERS; i++)
 		pthread_join(readers[i], NULL);
 	pthread_join(churn, NULL);
