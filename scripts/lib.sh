@@ -34,7 +34,10 @@ load_arch() {
 }
 
 # load_machine NAME: read machines/NAME.conf (how to boot one guest). Its
-# EACH_PATCH, where it sets one, wins over its arch's.
+# EACH_PATCH, where it sets one, wins over its arch's. For one run, to
+# compare emulators on the same machine (scripts/hang-loop), KBS_QEMU names
+# another QEMU binary, which brings its own firmware (QEMU_FIRMWARE is
+# dropped), and KBS_ACCEL replaces the "tcg" of its "-accel tcg".
 load_machine() {
 	local f="$TOP/machines/$1.conf" walk
 	[ -f "$f" ] || die "unknown machine '$1' (no $f)"
@@ -43,6 +46,11 @@ load_machine() {
 	walk=${EACH_PATCH-}
 	load_arch "$ARCH_NAME"
 	[ -z "$walk" ] || EACH_PATCH=$walk
+	if [ -n "${KBS_QEMU:-}" ]; then
+		QEMU=$KBS_QEMU
+		QEMU_FIRMWARE=
+	fi
+	[ -z "${KBS_ACCEL:-}" ] || QEMU_ARGS=${QEMU_ARGS/-accel tcg/-accel $KBS_ACCEL}
 }
 
 # base_worktree DIR: make DIR a checkout of the base, as a worktree of the
