@@ -84,17 +84,23 @@ walked_confs() {
 }
 
 # apt_private DIR TYPE SUITE: a private apt configuration in $WORK/DIR with
-# the single source "TYPE <mirror> SUITE main" (TYPE deb or deb-src), on the
-# Debian security mirror that this machine's apt already uses (or
-# $KBS_SECURITY_MIRROR), and its lists updated. The system's apt sources are
+# the single source "TYPE <mirror> SUITE main" (TYPE deb or deb-src), and its
+# lists updated. The mirror is one this machine's apt already uses: its
+# Debian security mirror for a suite named *-security (or
+# $KBS_SECURITY_MIRROR), its main Debian mirror for any other, such as
+# bookworm-backports (or $KBS_DEBIAN_MIRROR). The system's apt sources are
 # only read, never changed. Sets APT_DIR, APT_MIRROR and APT_OPTS (the
 # options that make apt-get use it).
 apt_private() {
+	local mirrors
 	APT_DIR=$WORK/$1
-	APT_MIRROR=${KBS_SECURITY_MIRROR:-$(apt-get indextargets --format '$(REPO_URI) $(RELEASE)' |
-		awk '$2 ~ /-security$/ { print $1; exit }')}
+	mirrors=$(apt-get indextargets --format '$(REPO_URI) $(RELEASE)')
+	case $3 in
+	*-security) APT_MIRROR=${KBS_SECURITY_MIRROR:-$(awk '$2 ~ /-security$/ { print $1; exit }' <<<"$mirrors")} ;;
+	*) APT_MIRROR=${KBS_DEBIAN_MIRROR:-$(awk '$2 !~ /-(security|updates|backports)$/ { print $1; exit }' <<<"$mirrors")} ;;
+	esac
 	[ -n "$APT_MIRROR" ] ||
-		die "no Debian security mirror in this machine's apt configuration; set KBS_SECURITY_MIRROR"
+		die "no Debian mirror for $3 in this machine's apt configuration; set KBS_SECURITY_MIRROR or KBS_DEBIAN_MIRROR"
 	mkdir -p "$APT_DIR/lists/partial" "$APT_DIR/cache/archives/partial"
 	echo "$2 [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $APT_MIRROR $3 main" \
 		>"$APT_DIR/sources.list"
@@ -115,16 +121,16 @@ verify_sha256() {
 }
 
 # fetch_deb SUITE PACKAGE VERSION SHA256 DEB: download PACKAGE=VERSION from
-# the Debian security mirror's SUITE with apt's own client (apt_private,
-# in $WORK/apt-upstream) into DEB, unless DEB is there; either way, stop
-# unless its sha256 is the pinned SHA256.
+# Debian's SUITE with apt's own client (apt_private, in $WORK/apt-SUITE)
+# into DEB, unless DEB is there; either way, stop unless its sha256 is the
+# pinned SHA256.
 fetch_deb() {
 	local dl
 	if [ -f "$5" ]; then
 		verify_sha256 "$5" "$4"
 		return
 	fi
-	apt_private apt-upstream deb "$1"
+	[ "${APT_DIR:-}" = "$WORK/apt-$1" ] || apt_private "apt-$1" deb "$1"
 	mkdir -p "$WORK/cache"
 	dl=$(mktemp -d "$WORK/cache/download.XXXXXX")
 	log "apt-get download $2=$3"
