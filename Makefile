@@ -20,8 +20,10 @@ help:
 	@echo "make tree    kernel git tree in work/linux: pinned base + series/"
 	@echo "make export  write the tree's commits back to series/"
 
+# Debian's packages, and the x86 guests' QEMU 10.0 (unpacked in work/qemu).
 deps:
 	@$(S)/install-deps
+	@$(S)/fetch-qemu >/dev/null
 
 base: deps
 	@$(S)/fetch-base >/dev/null
