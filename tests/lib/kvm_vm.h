@@ -123,13 +123,16 @@ static inline void vm_x86_real_mode_at(struct vm *vm, uint64_t rip)
 #endif
 
 #ifdef __aarch64__
+/* The ONE_REG id of the program counter. */
+#define ARM64_REG_PC (KVM_REG_ARM64 | KVM_REG_SIZE_U64 | KVM_REG_ARM_CORE | \
+		      (offsetof(struct kvm_regs, regs.pc) / sizeof(uint32_t)))
+
 /* Initialise the vCPU as the host prefers, plus features; start it at pc. */
 static inline void vm_arm64_vcpu_init(int vm_fd, int vcpu_fd, uint64_t pc, uint32_t features)
 {
 	struct kvm_vcpu_init init;
 	struct kvm_one_reg reg = {
-		.id = KVM_REG_ARM64 | KVM_REG_SIZE_U64 | KVM_REG_ARM_CORE |
-		      (offsetof(struct kvm_regs, regs.pc) / sizeof(uint32_t)),
+		.id = ARM64_REG_PC,
 		.addr = (uintptr_t)&pc,
 	};
 

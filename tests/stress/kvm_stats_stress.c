@@ -753,11 +753,7 @@ static void check_guest_pc(int i, uint8_t *buf)
 	pc = regs.rip;
 	base = sregs.cs.base;
 #else
-	struct kvm_one_reg reg = {
-		.id = KVM_REG_ARM64 | KVM_REG_SIZE_U64 | KVM_REG_ARM_CORE |
-		      (offsetof(struct kvm_regs, regs.pc) / sizeof(uint32_t)),
-		.addr = (uintptr_t)&pc,
-	};
+	struct kvm_one_reg reg = { .id = ARM64_REG_PC, .addr = (uintptr_t)&pc };
 
 	xioctl(running.vcpu[i], KVM_GET_ONE_REG, &reg, "KVM_GET_ONE_REG(pc)");
 #endif
