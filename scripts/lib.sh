@@ -53,6 +53,18 @@ load_machine() {
 	[ -z "${KBS_ACCEL:-}" ] || QEMU_ARGS=${QEMU_ARGS/-accel tcg/-accel $KBS_ACCEL}
 }
 
+# qemu_command: set QEMU_CMD to the loaded machine's emulator, its firmware
+# directories (-L, found before the system QEMU's) and its QEMU_ARGS.
+qemu_command() {
+	local dir args
+	QEMU_CMD=("$QEMU")
+	for dir in ${QEMU_FIRMWARE:-}; do
+		QEMU_CMD+=(-L "$dir")
+	done
+	read -ra args <<<"${QEMU_ARGS:-}"
+	QEMU_CMD+=("${args[@]}")
+}
+
 # base_worktree DIR: make DIR a checkout of the base, as a worktree of the
 # kernel tree (added the first time, reset to the base every time).
 base_worktree() {
