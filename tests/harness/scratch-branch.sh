@@ -3,7 +3,9 @@
 # the series head, with a fixed identity for the commits a test plants on
 # it, and go back to the series branch (the scratch one deleted) on exit,
 # whatever happens. series/ is never touched. A test that builds a kernel
-# calls scratch_build first, so that no planted kernel is left behind.
+# calls scratch_build first, so that no planted kernel is left behind; one
+# that then only boots it calls release_tree once its kernel and tests are
+# built.
 # shellcheck shell=bash
 git() { command git -C "$KTREE" "$@"; }
 [ -z "$(git status --porcelain)" ] || die "$KTREE has uncommitted changes"
@@ -12,6 +14,18 @@ export GIT_COMMITTER_NAME=$GIT_AUTHOR_NAME GIT_COMMITTER_EMAIL=$GIT_AUTHOR_EMAIL
 git checkout -q -B kbs-gate-fault "$SERIES_BRANCH" || die "cannot make a scratch branch"
 # shellcheck disable=SC2154 # scratch comes from tap.sh
 trap 'git checkout -q -f "$SERIES_BRANCH"; git branch -q -D kbs-gate-fault; rm -rf "$scratch"' EXIT
+
+# release_tree: done with the kernel tree (the planted kernel and its tests
+# are built): put it back on the series branch now, not on exit, and say so
+# by creating the file KBS_TREE_RELEASED names, if any. make check then
+# starts the next fault test on the tree while this one boots its guests.
+release_tree() {
+	if ! git checkout -q -f "$SERIES_BRANCH" || ! git branch -q -D kbs-gate-fault; then
+		die "cannot put $KTREE back on $SERIES_BRANCH"
+	fi
+	trap 'rm -rf "$scratch"' EXIT
+	[ -z "${KBS_TREE_RELEASED:-}" ] || : >"$KBS_TREE_RELEASED"
+}
 
 # scratch_build ARCH: build (and boot) ARCH in a copy of work/build/ARCH
 # under $scratch, removed on exit, so that work/build/ARCH keeps the
