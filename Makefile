@@ -5,7 +5,7 @@ S := scripts
 ARCHES_BOOTED := x86_64 x86_64-distro arm64
 ARCHES_COMPILED := mips powerpc-book3s powerpc-booke s390
 
-.PHONY: help deps base tree export checkpatch each-patch review check run bench \
+.PHONY: help deps base tree export checkpatch each-patch review check run bench libvirt \
 	$(addprefix kernel-,$(ARCHES_BOOTED) $(ARCHES_COMPILED)) \
 	$(addprefix tests-,$(ARCHES_BOOTED)) initramfs-arm64 initramfs-x86_64-distro compile-others \
 	boot-x86_64 boot-x86_64-distro boot-x86_64-vmx boot-arm64-vhe boot-arm64-nvhe harness-tests soak hang-loop fresh-machine zero-day \
@@ -15,6 +15,7 @@ help:
 	@echo "make run     build and boot the x86_64 kernel with the series, show a VM's KVM stats"
 	@echo "make check   every test: harness, round trip, builds, guests, compile-only arches, review gates"
 	@echo "make bench   what the stats fd costs next to debugfs, the base and Debian's 6.1 (7 min; 2 once the base is built)"
+	@echo "make libvirt libvirt's virsh domstats --vm --vcpu on the series, in the x86_64 guest"
 	@echo "make review  the review gates only: bisect, checkpatch, sparse, W=1, kernel-doc, docs, debug boot, mail, link"
 	@echo "make zero-day  the kernel test robot's builds (i386, clang, randconfig, ...) at every patch"
 	@echo "make tree    kernel git tree in work/linux: pinned base + series/"
@@ -105,6 +106,13 @@ run: tests-x86_64
 	@$(S)/boot x86_64 demo.list work/results/run.log
 	@tr -d '\r' <work/results/run.log | sed -n 's/^# //p' | grep -v '^dmesg: '
 	@$(S)/tap-summary work/results/run.log
+
+# Not part of make check (libvirtd takes about 30 s of the guest's time to
+# start a domain under TCG): libvirt's domstats in the x86_64 distro guest.
+libvirt: tests-x86_64-distro
+	@$(S)/install-deps libvirt
+	@$(S)/boot x86_64-distro libvirt.list work/results/libvirt.log
+	@$(S)/tap-summary work/results/libvirt.log
 
 # The benchmark: our kernel, the base (built here) and Debian's 6.1, 3 boots
 # each, alternating; the table and the plot land in work/bench/results/full.
