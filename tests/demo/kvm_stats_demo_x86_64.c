@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The demo behind `make run`, also run by `make check`: a small x86_64 guest
- * writes LOOPS bytes to port 0x3f8 and halts. While that VM is still alive,
- * print its KVM statistics as a table, and check that io_exits counted every
- * port write that reached us.
+ * Run by `make check` (`make run` shows tests/guest/kvm-qemu-stats's table
+ * instead): a small x86_64 guest writes LOOPS bytes to port 0x3f8 and
+ * halts. While that VM is still alive, print its KVM statistics as a table,
+ * and check that io_exits counted every port write that reached us.
  *
  * With KVM_CAP_BINARY_STATS_FD the stats come from KVM_GET_STATS_FD on the
  * VM and the vCPU; on a kernel without it (the bare 5.10 base), from the
