@@ -28,12 +28,19 @@ struct vm {
 	struct kvm_run *run;
 };
 
+/*
+ * What fail() starts its line with. A program whose own TAP a harness reads
+ * sets "Bail out! " once it has printed its plan, so that the reason it
+ * stops is on the line that says so.
+ */
+static const char *fail_prefix = "# FAIL: ";
+
 static void __attribute__((noreturn, format(printf, 1, 2))) fail(const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
-	printf("# FAIL: ");
+	printf("%s", fail_prefix);
 	vprintf(fmt, ap);
 	printf("\n");
 	va_end(ap);

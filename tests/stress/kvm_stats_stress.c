@@ -41,11 +41,16 @@
  *   -t  time for cases 1 and 2 together (default 20)
  *   -c  the cases to run, e.g. "1,4" (default: all)
  *   -s  seed of the random choices (default: from the clock; printed)
- *   -r  our own kernels: no KVM debugfs or /dev/kmsg is a failure, not a
- *       reason to leave those checks out
+ *   -r  our own kernels: no usable KVM, no KVM debugfs or no /dev/kmsg is
+ *       a failure, not a reason to leave those checks out
  *   -f  a kernel with fault injection: no fail-nth is a failure
  *   -n  do not watch the kernel log (a kernel that is not ours to judge)
- * Without /dev/kvm it fails. Exit status 0 when no case failed.
+ * A kernel with no usable KVM (no /dev/kvm, one that cannot be opened, or
+ * no KVM_CAP_BINARY_STATS_FD) has nothing to test: the whole run is one
+ * skip, "1..0 # SKIP" and the reason, with exit status 4 (kselftest's
+ * KSFT_SKIP); with -r, it bails out. Once the plan is printed, an error
+ * that ends the run is a "Bail out!" line that says why. Exit status 0
+ * when no case failed.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -1483,6 +1488,26 @@ static void case_padding(void)
 
 /* ---- main ---- */
 
+/*
+ * No usable KVM: one skip with the reason, or with -r (our own kernels,
+ * which must have it) a bail-out after the plan.
+ */
+static void __attribute__((noreturn, format(printf, 2, 3)))
+no_kvm(int planned, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (require_all)
+		printf("1..%d\nBail out! ", planned);
+	else
+		printf("1..0 # SKIP ");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	exit(require_all ? 1 : 4);
+}
+
 static const char *const case_names[] = {
 	"", "readers against runners", "lifetime orders", "the VM is freed",
 	"error paths: EMFILE and failed allocations", "bad input on the stats fd",
@@ -1551,19 +1576,22 @@ int main(int argc, char **argv)
 		}
 	}
 	seed |= 1;
-	fig = mmap(NULL, sizeof(*fig), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (fig == MAP_FAILED)
-		fail("mmap: %s", strerror(errno));
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	for (c = 1; c <= 6; c++)
 		planned += !!strchr(cases, '0' + c);
-	printf("TAP version 13\n1..%d\n", planned);
-	printf("# seed %llu, %u s for cases 1 and 2\n", seed, seconds);
+	printf("TAP version 13\n");
 	kvm_fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
 	if (kvm_fd < 0)
-		fail("open /dev/kvm: %s", strerror(errno));
+		no_kvm(planned, "cannot open /dev/kvm: %s", strerror(errno));
 	if (ioctl(kvm_fd, KVM_CHECK_EXTENSION, KVM_CAP_BINARY_STATS_FD) <= 0)
-		fail("KVM_CAP_BINARY_STATS_FD is not announced");
+		no_kvm(planned, "KVM_CAP_BINARY_STATS_FD is not announced");
+	printf("1..%d\n", planned);
+	/* From here on, an error that ends the run says so on a TAP line. */
+	fail_prefix = "Bail out! ";
+	printf("# seed %llu, %u s for cases 1 and 2\n", seed, seconds);
+	fig = mmap(NULL, sizeof(*fig), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (fig == MAP_FAILED)
+		fail("mmap: %s", strerror(errno));
 	run_size = xioctl(kvm_fd, KVM_GET_VCPU_MMAP_SIZE, 0, "KVM_GET_VCPU_MMAP_SIZE");
 	have_debugfs = !access(DEBUGFS_KVM, F_OK);
 	if (!have_debugfs && require_all)
@@ -1602,6 +1630,8 @@ int main(int argc, char **argv)
 		if (pid < 0)
 			fail("fork: %s", strerror(errno));
 		if (pid == 0) {
+			/* A case's error is its own result, not the run's end. */
+			fail_prefix = "# FAIL: ";
 			atomic_store(&case_errors, 0);
 			/* The header and descriptors every file of a kind must have. */
 			tvm_create(&t, 1, 0);
