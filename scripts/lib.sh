@@ -19,8 +19,24 @@ log() {
 	printf '[%s +%ss] %s\n' "${0##*/}" "$(($(date +%s) - stage_start))" "$*" >&2
 }
 
+# A script whose standard output is TAP that tap-summary reads calls
+# tap_program first, and tap_plan N to start its TAP (the header and the
+# plan). From tap_program on, die() also ends that TAP with a "Bail out!"
+# line that says why: after a plan of its own (one test, which the
+# bail-out fails) when the script had printed none yet.
+tap_state=
+tap_program() {
+	tap_state=unplanned
+}
+tap_plan() {
+	printf 'TAP version 13\n1..%s\n' "$1"
+	tap_state=planned
+}
+
 die() {
 	printf '%s: error: %s\n' "${0##*/}" "$*" >&2
+	[ "$tap_state" != unplanned ] || tap_plan 1
+	[ -z "$tap_state" ] || echo "Bail out! ${0##*/}: $*"
 	exit 1
 }
 
