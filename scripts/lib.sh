@@ -203,9 +203,9 @@ mail_header() {
 	mail_headers "$1" | sed -n "s/^$2: //p"
 }
 
-# gate_confs GATE: the arches/ confs that review gate GATE (W=1, sparse)
-# builds: those of the per-patch walk, and the others whose EXTRA_GATES
-# names GATE.
+# gate_confs GATE: the arches/ confs that review gate GATE (W=1, sparse,
+# link) builds: those of the per-patch walk, and the others whose
+# EXTRA_GATES names GATE.
 gate_confs() {
 	local name
 	walked_confs arch
