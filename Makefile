@@ -9,6 +9,7 @@ ARCHES_COMPILED := mips powerpc-book3s powerpc-booke s390
 	$(addprefix kernel-,$(ARCHES_BOOTED) $(ARCHES_COMPILED)) \
 	$(addprefix tests-,$(ARCHES_BOOTED)) initramfs-arm64 initramfs-x86_64-distro compile-others \
 	boot-x86_64 boot-x86_64-distro boot-x86_64-vmx boot-arm64-vhe boot-arm64-nvhe harness-tests soak hang-loop fresh-machine zero-day \
+	regress \
 	warnings-accepted
 
 help:
@@ -18,6 +19,7 @@ help:
 	@echo "make libvirt libvirt's virsh domstats --vm --vcpu on the series, in the x86_64 guest"
 	@echo "make review  the review gates only: bisect, checkpatch, sparse, W=1, kernel-doc, docs, debug boot, mail, link"
 	@echo "make zero-day  the kernel test robot's builds (i386, clang, randconfig, ...) at every patch"
+	@echo "make regress KVM's own suites (selftests, kvm-unit-tests) on the base and the series head"
 	@echo "make tree    kernel git tree in work/linux: pinned base + series/"
 	@echo "make export  write the tree's commits back to series/"
 
@@ -73,6 +75,12 @@ boot-x86_64-vmx: initramfs-x86_64-distro
 boot-arm64-vhe boot-arm64-nvhe: boot-arm64-%: initramfs-arm64
 	@$(S)/boot arm64-$* tests.list
 	@$(S)/tap-summary work/results/arm64-$*.log
+
+# Not part of make check: every 5.10 KVM selftest and (x86_64)
+# kvm-unit-tests on the base and on the series head, side by side, judged
+# against contract/regress.tsv (scripts/regress; MACHINES="..." to choose).
+regress: deps tree
+	@$(S)/regress $(MACHINES)
 
 # Not part of make check: 20 boots of the x86_64 guest and 10 of the Intel
 # machine (Bochs) beside a kernel build, and the stages up to the first boot
