@@ -6,11 +6,16 @@
  *   1 readers against runners: threads pread random offsets and lengths of
  *     every stats fd of a VM whose vCPUs run guest code that exits to
  *     userspace in a loop, while another thread creates and destroys VMs.
- *     The bytes before the data block never change, no vCPU counter goes
- *     backwards between two reads of one reader, and a read stitched from
- *     random pieces equals a whole-file read (of an idle VM: exactly,
- *     whatever the cuts; of the running one, cut only between the u64s of
- *     the data block: each counter between the whole reads around it).
+ *     The bytes before the data block never change, no cumulative or peak
+ *     vCPU stat goes backwards between two reads of one reader, and a read
+ *     stitched from random pieces equals a whole-file read (of the idle
+ *     VM's vCPU: exactly, whatever the cuts; of any other file, cut only
+ *     between the u64s of the data block: each cumulative or peak vCPU stat
+ *     between the whole reads around it). A VM's own stats are not held to
+ *     either, not even an idle VM's: host events (compaction, reclaim, THP,
+ *     NUMA balancing, KSM) unmap its memory through the MMU notifier, which
+ *     zaps its SPTEs and flushes, and the vCPU threads that bump some of
+ *     them do so without a common lock.
  *     The runners are stopped with immediate_exit and a signal, and each
  *     vCPU must then be inside the guest code it was given: anywhere else
  *     is an "emulator bug", reported with where it stopped and its stats.
@@ -566,7 +571,7 @@ static void check_piece(struct fdref *f, const uint8_t *p, size_t off, size_t n,
 	}
 	if (!f->vcpu || !last)
 		return;
-	/* Every whole u64 of a vCPU counter: never below this reader's last. */
+	/* Every whole u64 of a cumulative or peak vCPU stat: never below this reader's last. */
 	for (i = (off < data ? 0 : (off - data + 7) / 8); data + 8 * i + 8 <= end; i++) {
 		uint64_t v;
 
@@ -643,14 +648,19 @@ static void *reader(void *arg)
 		ssize_t r;
 
 		if (rnd(&s) % 16 == 0) {
-			/* A stitched read, bracketed by two whole reads. */
+			/*
+			 * A stitched read, bracketed by two whole reads. Only
+			 * the idle VM's vCPU is still: nothing but its own
+			 * KVM_RUN moves a vCPU's stats.
+			 */
 			size_t data = f->ref->h.data_offset;
+			int idle_vcpu = fi >= case1_nrunning && f->vcpu;
 
 			if (read_whole(f->fd, w1) != (ssize_t)size) {
 				bad("fd %d: a whole read did not return %zu bytes", f->fd, size);
 				continue;
 			}
-			stitched(f, buf, fi < case1_nrunning, &s);
+			stitched(f, buf, !idle_vcpu, &s);
 			if (read_whole(f->fd, w2) != (ssize_t)size) {
 				bad("fd %d: a whole read did not return %zu bytes", f->fd, size);
 				continue;
@@ -662,7 +672,7 @@ static void *reader(void *arg)
 				memcpy(&a, w1 + data + 8 * i, 8);
 				memcpy(&b, buf + data + 8 * i, 8);
 				memcpy(&c, w2 + data + 8 * i, 8);
-				if (fi >= case1_nrunning ? (a != b || b != c) :
+				if (idle_vcpu ? (a != b || b != c) :
 				    (f->vcpu && f->ref->mono[i] && (b < a || b > c)))
 					bad("fd %d: u64 %d of the data block: stitched %llu, whole reads %llu and %llu",
 					    f->fd, i, (unsigned long long)b,
