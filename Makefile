@@ -78,7 +78,8 @@ boot-arm64-vhe boot-arm64-nvhe: boot-arm64-%: initramfs-arm64
 
 # Not part of make check: every 5.10 KVM selftest and (x86_64)
 # kvm-unit-tests on the base and on the series head, side by side, judged
-# against contract/regress.tsv (scripts/regress; MACHINES="..." to choose).
+# against contract/regress.tsv (scripts/regress; MACHINES="..." to choose,
+# REGRESS_TESTS="..." for only some tests).
 regress: deps tree
 	@$(S)/regress $(MACHINES)
 
