@@ -255,3 +255,14 @@ kernel_unchanged_for() {
 		awk -v own="arch/$1/" '!/^(Documentation|tools\/testing)\// &&
 			(!/^arch\// || index($0, own) == 1) { read = 1 } END { exit read }'
 }
+
+# moved_build_dir OLD NEW: NEW is a copy of the build directory OLD (cp -a):
+# make it build incrementally there. Kbuild's own objects name the output
+# directory relatively, but the host tools built under tools/ (objtool)
+# record OLD in their commands and dependencies; left so, make rebuilds
+# objtool in NEW, and a new objtool rebuilds every object that it checks,
+# which for x86 is the whole kernel.
+moved_build_dir() {
+	[ -d "$2/tools" ] || return 0
+	grep -rlIZF -- "$1" "$2/tools" | xargs -0r sed -i "s#$1#$2#g"
+}

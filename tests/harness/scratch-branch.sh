@@ -37,6 +37,7 @@ scratch_build() {
 	mkdir -p "$scratch/kbuild"
 	[ ! -d "$real" ] || cp -a "$real/." "$scratch/kbuild/"
 	export KBS_BUILD_DIR=$scratch/kbuild
+	moved_build_dir "$real" "$KBS_BUILD_DIR"
 	KEPT_IMAGE=$real/$(load_arch "$1" && echo "${KERNEL_IMAGE:-vmlinux}")
 	KEPT=$(sha256sum "$KEPT_IMAGE" 2>/dev/null)
 }
