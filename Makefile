@@ -9,7 +9,7 @@ ARCHES_COMPILED := mips powerpc-book3s powerpc-booke s390
 	$(addprefix kernel-,$(ARCHES_BOOTED) $(ARCHES_COMPILED)) \
 	$(addprefix tests-,$(ARCHES_BOOTED)) initramfs-arm64 initramfs-x86_64-distro compile-others \
 	boot-x86_64 boot-x86_64-distro boot-x86_64-vmx boot-arm64-vhe boot-arm64-nvhe harness-tests soak hang-loop fresh-machine zero-day \
-	regress \
+	regress faults \
 	warnings-accepted
 
 help:
@@ -18,6 +18,7 @@ help:
 	@echo "make bench   what the stats fd costs next to debugfs, the base and Debian's 6.1 (7 min; 2 once the base is built)"
 	@echo "make libvirt libvirt's virsh domstats --vm --vcpu on the series, in the x86_64 guest"
 	@echo "make review  the review gates only: bisect, checkpatch, sparse, W=1, kernel-doc, docs, debug boot, mail, link"
+	@echo "make faults  every gate fault test, the heavy ones too (planted kernels built and booted)"
 	@echo "make zero-day  the kernel test robot's builds (i386, clang, randconfig, ...) at every patch"
 	@echo "make regress KVM's own suites (selftests, kvm-unit-tests) on the base and the series head"
 	@echo "make tree    kernel git tree in work/linux: pinned base + series/"
@@ -129,6 +130,12 @@ bench: deps kernel-x86_64
 
 review: deps
 	@$(S)/check review
+
+# Not part of make check (its light fault tests are): every gate fault
+# test, those that build and boot a planted kernel included, after the
+# distro and debug kernels they copy (results in work/results/faults).
+faults: deps
+	@$(S)/check faults
 
 check: deps
 	@$(S)/check
