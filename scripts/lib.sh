@@ -264,5 +264,7 @@ kernel_unchanged_for() {
 # which for x86 is the whole kernel.
 moved_build_dir() {
 	[ -d "$2/tools" ] || return 0
-	grep -rlIZF -- "$1" "$2/tools" | xargs -0r sed -i "s#$1#$2#g"
+	# The paths as plain strings (a sed pattern would read '.', '#' or '&').
+	grep -rlIZF -- "$1" "$2/tools" |
+		KBS_OLD=$1 KBS_NEW=$2 xargs -0r perl -pi -e 's/\Q$ENV{KBS_OLD}\E/$ENV{KBS_NEW}/g'
 }
