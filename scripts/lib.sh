@@ -268,3 +268,12 @@ moved_build_dir() {
 	grep -rlIZF -- "$1" "$2/tools" |
 		KBS_OLD=$1 KBS_NEW=$2 xargs -0r perl -pi -e 's/\Q$ENV{KBS_OLD}\E/$ENV{KBS_NEW}/g'
 }
+
+# regress_lines NAMES LIST: the lines of a regress.list (build-tests
+# regress) that run one of NAMES: a selftest's name, or a unit test's as
+# unittests.cfg names it (its line is "kut-run NAME").
+regress_lines() {
+	awk -v want="$1" 'BEGIN { gsub(/[ \t\n]+/, " ", want); want = " " want " " }
+		{ name = $1 == "kut-run" ? $2 : $1 }
+		index(want, " " name " ")' "$2"
+}
