@@ -204,7 +204,7 @@ mail_header() {
 }
 
 # gate_confs GATE: the arches/ confs that review gate GATE (W=1, sparse,
-# link) builds: those of the per-patch walk, and the others whose
+# libgcc) checks: those of the per-patch walk, and the others whose
 # EXTRA_GATES names GATE.
 gate_confs() {
 	local name
