@@ -12,7 +12,9 @@ stage_start=$(date +%s)
 # compiler's own dependency file (kbuild passes -Wp,-MMD) tells ccache the
 # headers, instead of a second run of the preprocessor; a miss then costs
 # what the bare compile does, not a fifth more CPU, and a cold ccache
-# (every CI run) is a miss almost every time.
+# (every CI run) is a miss almost every time. It cannot see the file of an
+# .incbin directive: scripts/ccache-cc, build-kernel's CC, compiles such
+# sources without ccache.
 export CCACHE_DEPEND=${CCACHE_DEPEND:-1}
 
 log() {
