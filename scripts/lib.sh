@@ -279,3 +279,27 @@ regress_lines() {
 		{ name = $1 == "kut-run" ? $2 : $1 }
 		index(want, " " name " ")' "$2"
 }
+
+# regress_list LIST FIT TESTS: what a guest of make regress runs of LIST
+# (a regress.list): the lines that both FIT (the machine's REGRESS_FIT)
+# and TESTS (the run's REGRESS_TESTS) name, an empty one naming every
+# test. LIST is only read.
+regress_list() {
+	local names lines
+	lines=$(cat "$1")
+	for names in "$2" "$3"; do
+		[ -z "${names//[[:space:]]/}" ] ||
+			lines=$(regress_lines "$names" /dev/stdin <<<"$lines")
+	done
+	[ -z "$lines" ] || printf '%s\n' "$lines"
+}
+
+# regress_unknown LIST NAMES: the NAMES (a machine's REGRESS_FIT) that no
+# line of LIST runs, one a line. LIST is the series head's list, which has
+# every test: the base lacks the series' own.
+regress_unknown() {
+	local name
+	for name in $2; do
+		[ -n "$(regress_lines "$name" "$1")" ] || echo "$name"
+	done
+}
