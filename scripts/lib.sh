@@ -271,6 +271,25 @@ moved_build_dir() {
 		KBS_OLD=$1 KBS_NEW=$2 xargs -0r perl -pi -e 's/\Q$ENV{KBS_OLD}\E/$ENV{KBS_NEW}/g'
 }
 
+# drain_screen TERMINAL: read, in the background, the pty on which
+# Bochs's term display draws the VGA screen, and throw it away. Bochs makes
+# that pty itself and names it on its own terminal, TERMINAL here ('Bochs
+# connected to screen "/dev/pts/N"'), for a user to attach to. Unread, it
+# fills after some minutes of redraws, and Bochs then waits in write() for
+# good: the guest's clock stops with it, so no time limit inside the guest
+# can end the run. Prints the reader's pid; nothing while TERMINAL does not
+# name the pty yet.
+drain_screen() {
+	local pts
+	pts=$(grep -a -o -m1 'connected to screen "/dev/pts/[0-9]*"' "$1" 2>/dev/null) || return 0
+	pts=${pts#*\"}
+	pts=${pts%\"}
+	# Raw, and no echo back to Bochs: every byte is read as it comes.
+	stty -F "$pts" raw -echo 2>/dev/null || true
+	cat "$pts" >/dev/null 2>&1 &
+	echo $!
+}
+
 # regress_lines NAMES LIST: the lines of a regress.list (build-tests
 # regress) that run one of NAMES: a selftest's name, or a unit test's as
 # unittests.cfg names it (its line is "kut-run NAME").
