@@ -83,17 +83,20 @@ qemu_command() {
 	QEMU_CMD+=("${args[@]}")
 }
 
-# base_worktree DIR: make DIR a checkout of the base, as a worktree of the
-# kernel tree (added the first time, reset to the base every time).
-base_worktree() {
+# worktree_at DIR COMMIT: make DIR a checkout of COMMIT, as a worktree of
+# the kernel tree (added the first time, reset to COMMIT every time).
+worktree_at() {
 	git -C "$KTREE" worktree prune
 	if [ ! -e "$1/.git" ]; then
-		git -C "$KTREE" worktree add -q --detach "$1" "$BASE_TAG" >/dev/null 2>&1 ||
+		git -C "$KTREE" worktree add -q --detach "$1" "$2" >/dev/null 2>&1 ||
 			die "cannot add the worktree $1"
 	fi
 	git -C "$1" am --abort >/dev/null 2>&1 || true
-	git -C "$1" checkout -q -f --detach "$BASE_TAG" || die "cannot check out $BASE_TAG in $1"
+	git -C "$1" checkout -q -f --detach "$2" || die "cannot check out $2 in $1"
 }
+
+# base_worktree DIR: make DIR a checkout of the base (worktree_at).
+base_worktree() { worktree_at "$1" "$BASE_TAG"; }
 
 # all_confs arch|machine: the names of every arches/ (or machines/) conf.
 all_confs() {
